@@ -1,0 +1,177 @@
+package config
+
+import (
+	"maps"
+	"math"
+	"math/bits"
+	"slices"
+	"time"
+)
+
+// This file is the catalog: every option weir understands. To add one,
+// declare it below and append it to catalog; Set, the docs and the tests
+// pick it up from there. Regenerate docs/configuration.md afterwards with
+// `go generate ./config`.
+
+//go:generate go test -run TestMarkdownUpToDate . -args -update
+
+// Values of the Enum options, in their canonical spelling; Get returns one
+// of these.
+const (
+	RuntimeModeStreaming = "STREAMING"
+	RuntimeModeBatch     = "BATCH"
+	RuntimeModeAutomatic = "AUTOMATIC"
+
+	StateBackendHashMap = "hashmap"
+	StateBackendPebble  = "pebble"
+
+	CheckpointModeExactlyOnce = "EXACTLY_ONCE"
+	CheckpointModeAtLeastOnce = "AT_LEAST_ONCE"
+
+	RestartStrategyNone             = "none"
+	RestartStrategyFixedDelay       = "fixed-delay"
+	RestartStrategyFailureRate      = "failure-rate"
+	RestartStrategyExponentialDelay = "exponential-delay"
+)
+
+// Pipeline options.
+var (
+	Parallelism = intOption("parallelism.default", 0, 0, math.MaxInt,
+		"Parallelism of operators that do not set their own. "+
+			"0 means the number of CPU cores (local execution).")
+
+	MaxParallelism = intOption("pipeline.max-parallelism", 0, 0, 32768,
+		"Upper bound for rescaling: the number of key groups that keyed state is split into, "+
+			"and so the highest parallelism a keyed operator can ever run with without losing its state. "+
+			"0 derives it from the parallelism as max(128, the next power of two of 1.5 × parallelism), "+
+			"at most 32768.")
+
+	PipelineName = stringOption("pipeline.name", "",
+		"Name of the job, overriding the name given by the program. Empty keeps the program's name.")
+
+	AutoWatermarkInterval = durationOption("pipeline.auto-watermark-interval", 200*time.Millisecond, false,
+		"Interval at which periodic watermark generators emit watermarks. "+
+			"Shorter intervals make event-time results appear sooner at the cost of more watermark traffic.")
+
+	ForceSerialization = boolOption("pipeline.force-serialization", false,
+		"Make in-process exchanges encode every buffer through the record codecs, "+
+			"exactly as a network exchange would, instead of passing records by reference. "+
+			"Slower; tests use it to prove that every codec round-trips.")
+
+	OperatorChaining = boolOption("pipeline.operator-chaining", true,
+		"Fuse adjacent operators that have the same parallelism and a forward connection into one task, "+
+			"so that records pass between them by function call instead of through an exchange.")
+)
+
+// Execution options.
+var (
+	RuntimeMode = enumOption("execution.runtime-mode", RuntimeModeStreaming,
+		[]string{RuntimeModeStreaming, RuntimeModeBatch, RuntimeModeAutomatic},
+		"How the job executes. In BATCH, rolling aggregations emit only the final result per key "+
+			"instead of every update. AUTOMATIC chooses BATCH when all sources are bounded and STREAMING otherwise.")
+
+	BufferTimeout = durationOption("execution.buffer-timeout", 100*time.Millisecond, true,
+		"Longest time a partly filled output buffer waits before it is flushed downstream; "+
+			"trades latency for throughput. 0 flushes after every record; "+
+			"-1 ms (or -1) disables timed flushing, so that only full buffers are sent.")
+)
+
+// Task manager and network options.
+var (
+	NumTaskSlots = intOption("taskmanager.numberOfTaskSlots", 0, 0, math.MaxInt,
+		"Number of task slots of the local mini cluster. 0 provides as many as the job needs.")
+
+	BufferRecords = intOption("taskmanager.network.buffer-records", 1024, 1, math.MaxInt,
+		"Number of records per buffer of an in-process or network exchange. "+
+			"A buffer is sent when it is full or when the buffer timeout expires.")
+
+	BuffersPerChannel = intOption("taskmanager.network.memory.buffers-per-channel", 2, 1, math.MaxInt,
+		"Exclusive buffers (credits) of each input channel: how many buffers a sender may have "+
+			"in flight on one channel before it waits for the receiver.")
+
+	FloatingBuffersPerGate = intOption("taskmanager.network.memory.floating-buffers-per-gate", 8, 0, math.MaxInt,
+		"Buffers shared by all channels of an input gate and lent to channels whose exclusive credits "+
+			"are used up, which absorbs skew between channels.")
+
+	NetworkBufferSize = memoryOption("taskmanager.network.memory.buffer-size", 32<<10, 1,
+		"Size of a network frame of the TCP exchange.")
+)
+
+// State and fault tolerance options.
+var (
+	StateBackend = enumOption("state.backend.type", StateBackendHashMap,
+		[]string{StateBackendHashMap, StateBackendPebble},
+		"Where keyed state lives: hashmap keeps it as objects in memory; "+
+			"pebble keeps it serialized in an embedded Pebble store on local disk, for state larger than memory.")
+
+	CheckpointInterval = durationOption("execution.checkpointing.interval", 0, false,
+		"Interval between the starts of two checkpoints. 0 disables checkpointing.")
+
+	CheckpointMode = enumOption("execution.checkpointing.mode", CheckpointModeExactlyOnce,
+		[]string{CheckpointModeExactlyOnce, CheckpointModeAtLeastOnce},
+		"Guarantee of checkpoints. EXACTLY_ONCE aligns checkpoint barriers so that restored state "+
+			"reflects every record exactly once; AT_LEAST_ONCE skips the alignment for lower latency, "+
+			"so that after a recovery some records may be applied to state twice.")
+
+	RestartStrategy = enumOption("restart-strategy.type", RestartStrategyNone,
+		[]string{RestartStrategyNone, RestartStrategyFixedDelay, RestartStrategyFailureRate, RestartStrategyExponentialDelay},
+		"How a failed job is restarted: none fails the job at the first failure; "+
+			"fixed-delay restarts a limited number of times with a fixed delay; "+
+			"failure-rate restarts while failures stay below a rate; "+
+			"exponential-delay restarts with a growing delay.")
+)
+
+// catalog lists every option. It is a plain slice so that the set of keys is
+// fixed at compile time and visible in one place.
+var catalog = []catalogOption{
+	Parallelism,
+	MaxParallelism,
+	PipelineName,
+	AutoWatermarkInterval,
+	ForceSerialization,
+	OperatorChaining,
+	RuntimeMode,
+	BufferTimeout,
+	NumTaskSlots,
+	BufferRecords,
+	BuffersPerChannel,
+	FloatingBuffersPerGate,
+	NetworkBufferSize,
+	StateBackend,
+	CheckpointInterval,
+	CheckpointMode,
+	RestartStrategy,
+}
+
+var (
+	catalogIndex = indexCatalog()
+	catalogKeys  = slices.Sorted(maps.Keys(catalogIndex))
+)
+
+func indexCatalog() map[string]catalogOption {
+	m := make(map[string]catalogOption, len(catalog))
+	for _, o := range catalog {
+		key := o.info().Key
+		if _, dup := m[key]; dup {
+			panic("config: option " + key + " declared twice")
+		}
+		m[key] = o
+	}
+	return m
+}
+
+// DerivedMaxParallelism is the max parallelism used when
+// pipeline.max-parallelism is 0: max(128, the next power of two of
+// 1.5 × parallelism), capped at 32768, as in Flink. Deriving it from the
+// parallelism leaves headroom to scale up later without changing the number
+// of key groups, which would make existing keyed state unreadable.
+func DerivedMaxParallelism(parallelism int) int {
+	p := parallelism + parallelism/2
+	if p <= 128 {
+		return 128
+	}
+	if p >= 32768 {
+		return 32768
+	}
+	return 1 << bits.Len(uint(p-1))
+}

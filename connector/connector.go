@@ -1,0 +1,133 @@
+// Package connector defines how data enters and leaves a weir job: sources
+// that are split into independently readable, checkpointable pieces, and
+// sinks that receive the records of one parallel subtask.
+//
+// The shapes follow Flink's FLIP-27 source model: a source enumerates
+// splits, the runtime assigns them to the parallel reader subtasks, and a
+// reader polls records from its splits in small steps so that the task can
+// interleave control work (checkpoint barriers, timers, cancellation)
+// between two polls.
+package connector
+
+import (
+	"context"
+	"errors"
+)
+
+// Boundedness says whether a source ends.
+type Boundedness int
+
+const (
+	// Bounded sources end; a job whose sources are all bounded finishes.
+	Bounded Boundedness = iota
+	// Unbounded sources run until the job is cancelled.
+	Unbounded
+)
+
+func (b Boundedness) String() string {
+	if b == Bounded {
+		return "bounded"
+	}
+	return "unbounded"
+}
+
+// Split is one independently readable piece of a source: a byte range of a
+// file, a Kafka partition, a slice of a generator's sequence. A split value
+// carries its own position, so the split returned by SplitReader.Snapshot
+// is exactly what a restarted reader needs to resume.
+type Split interface {
+	// SplitID names the split uniquely within its source and stays the same
+	// as its position advances.
+	SplitID() string
+}
+
+// SplitContext is what a source learns about the reader subtask it runs in.
+type SplitContext struct {
+	Subtask     int // 0-based index of the reader subtask
+	Parallelism int // number of reader subtasks
+}
+
+// Source produces records of type T.
+type Source[T any] interface {
+	// Boundedness reports whether the source ends.
+	Boundedness() Boundedness
+	// Splits enumerates the splits for a job whose source runs at the given
+	// parallelism. It is called once per job run, before any reader starts;
+	// the runtime assigns split i to reader subtask i mod parallelism.
+	Splits(ctx context.Context, parallelism int) ([]Split, error)
+	// NewReader creates the reader for one subtask. The runtime adds the
+	// subtask's splits with AddSplits before it starts polling.
+	NewReader(ctx context.Context, sc SplitContext) (SplitReader[T], error)
+}
+
+// ReadStatus is the result of one SplitReader.Poll.
+type ReadStatus int
+
+const (
+	// MoreAvailable: poll again soon.
+	MoreAvailable ReadStatus = iota
+	// NothingAvailable: the reader has no data right now (an unbounded
+	// source waiting for input); the runtime polls again after a short
+	// pause, serving its mailbox in between.
+	NothingAvailable
+	// EndOfInput: every split of this reader is finished.
+	EndOfInput
+)
+
+// Output receives the records a reader polls.
+type Output[T any] interface {
+	// Collect emits a record without an event timestamp.
+	Collect(v T)
+	// CollectWithTimestamp emits a record with its event timestamp in
+	// milliseconds since the Unix epoch.
+	CollectWithTimestamp(v T, timestampMillis int64)
+}
+
+// SplitReader reads the splits assigned to one source subtask. Its methods
+// are called from a single goroutine (the task's), never concurrently.
+type SplitReader[T any] interface {
+	// AddSplits hands splits to the reader, either fresh from Splits or
+	// restored from a checkpoint.
+	AddSplits(splits []Split) error
+	// Poll emits a bounded amount of records (a line, a batch from a
+	// broker) and returns promptly. It must not block for long: a reader
+	// waiting for data returns NothingAvailable.
+	Poll(ctx context.Context, out Output[T]) (ReadStatus, error)
+	// Snapshot returns the reader's unfinished splits with their current
+	// positions, for a checkpoint taken between two polls.
+	Snapshot() ([]Split, error)
+	// Close releases the reader's resources.
+	Close() error
+}
+
+// SinkContext is what a sink learns about the subtask it runs in.
+type SinkContext struct {
+	Subtask       int // 0-based index of the sink subtask
+	Parallelism   int // number of sink subtasks
+	AttemptNumber int // 0 on the first run, +1 on every restart
+}
+
+// Sink consumes records of type T.
+type Sink[T any] interface {
+	// NewWriter creates the writer of one sink subtask.
+	NewWriter(ctx context.Context, sc SinkContext) (SinkWriter[T], error)
+}
+
+// SinkWriter writes the records of one sink subtask. Its methods are called
+// from a single goroutine, never concurrently.
+type SinkWriter[T any] interface {
+	// Write takes one record and its timestamp (math.MinInt64 when the
+	// record has none).
+	Write(v T, timestampMillis int64) error
+	// Flush makes everything written so far durable or visible; it is
+	// called when the input ends and, later, on every checkpoint.
+	Flush() error
+	// Close releases resources. After a successful Flush at the end of
+	// the input it completes the output (for example by renaming files
+	// from in-progress to final); after a failure it only cleans up.
+	Close() error
+}
+
+// ErrUnsupportedSplit is returned by a reader given a split of a kind it
+// does not know, for example after restoring a checkpoint of another job.
+var ErrUnsupportedSplit = errors.New("connector: unsupported split type")

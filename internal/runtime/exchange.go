@@ -1,0 +1,196 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/weirproject/weir/codec"
+)
+
+// GateConfig sizes an input gate's credits, Flink style: every channel has
+// exclusive credits, and the gate has floating credits any channel may use
+// when it runs ahead of the others.
+type GateConfig struct {
+	BuffersPerChannel int
+	FloatingBuffers   int
+}
+
+// InputGate is where a consumer subtask receives the buffers of all
+// channels of one logical input. A producer must hold a credit to send a
+// buffer, and the consumer returns the credit when it has processed the
+// buffer, so the records in flight into a gate never exceed its credits
+// times the buffer size: a slow consumer backpressures its producers
+// instead of growing memory. The same credits will be announced over TCP
+// by the network exchange.
+type InputGate[T any] struct {
+	queue     chan *Buffer[T]
+	exclusive []chan struct{}
+	floating  chan struct{}
+	pool      *sync.Pool
+	// buffered counts records sent into the gate and not yet recycled.
+	buffered atomic.Int64
+	// maxBuffered records the high-water mark of buffered, for tests and
+	// metrics.
+	maxBuffered atomic.Int64
+}
+
+func newInputGate[T any](channels int, cfg GateConfig, pool *sync.Pool) *InputGate[T] {
+	if cfg.BuffersPerChannel < 1 {
+		cfg.BuffersPerChannel = 1
+	}
+	g := &InputGate[T]{
+		// Capacity equals all credits, so a send that holds a credit never
+		// blocks on the queue itself.
+		queue:     make(chan *Buffer[T], channels*cfg.BuffersPerChannel+cfg.FloatingBuffers),
+		exclusive: make([]chan struct{}, channels),
+		pool:      pool,
+	}
+	for i := range g.exclusive {
+		g.exclusive[i] = make(chan struct{}, cfg.BuffersPerChannel)
+	}
+	if cfg.FloatingBuffers > 0 {
+		g.floating = make(chan struct{}, cfg.FloatingBuffers)
+	}
+	return g
+}
+
+// NumChannels returns the number of producer channels of the gate.
+func (g *InputGate[T]) NumChannels() int { return len(g.exclusive) }
+
+// Buffered returns the number of records in flight into the gate.
+func (g *InputGate[T]) Buffered() int64 { return g.buffered.Load() }
+
+// MaxBuffered returns the most records that were ever in flight at once.
+func (g *InputGate[T]) MaxBuffered() int64 { return g.maxBuffered.Load() }
+
+// Recycle returns a processed buffer's credit to its producer and the
+// buffer to the pool.
+func (g *InputGate[T]) Recycle(b *Buffer[T]) {
+	if b.credit != nil {
+		<-b.credit
+	}
+	if n := len(b.Records); n > 0 {
+		g.buffered.Add(-int64(n))
+	}
+	b.reset()
+	g.pool.Put(b)
+}
+
+// ChannelWriter sends buffers to one consumer channel.
+type ChannelWriter[T any] interface {
+	// Send blocks until the channel has a credit, then hands the buffer
+	// over; the caller must not touch the buffer afterwards.
+	Send(ctx context.Context, b *Buffer[T]) error
+}
+
+// localChannel passes buffers to a gate in the same process without
+// copying.
+type localChannel[T any] struct {
+	gate  *InputGate[T]
+	index int
+}
+
+func (c *localChannel[T]) Send(ctx context.Context, b *Buffer[T]) error {
+	credits := c.gate.exclusive[c.index]
+	select {
+	case credits <- struct{}{}:
+		b.credit = credits
+	default:
+		select {
+		case credits <- struct{}{}:
+			b.credit = credits
+		case c.gate.floating <- struct{}{}:
+			b.credit = c.gate.floating
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	b.Channel = c.index
+	if n := int64(len(b.Records)); n > 0 {
+		now := c.gate.buffered.Add(n)
+		for {
+			high := c.gate.maxBuffered.Load()
+			if now <= high || c.gate.maxBuffered.CompareAndSwap(high, now) {
+				break
+			}
+		}
+	}
+	c.gate.queue <- b
+	return nil
+}
+
+// serializingChannel encodes every buffer with the record codec and
+// decodes it into a fresh buffer, exactly what the network exchange does on
+// its two ends. Running a job with pipeline.force-serialization proves that
+// nothing on the record path relies on producer and consumer sharing
+// memory.
+type serializingChannel[T any] struct {
+	local   localChannel[T]
+	codec   codec.Codec[T]
+	pool    *sync.Pool
+	scratch []byte
+}
+
+func (c *serializingChannel[T]) Send(ctx context.Context, b *Buffer[T]) error {
+	frame, err := encodeBuffer(c.codec, c.scratch[:0], b)
+	if err != nil {
+		return err
+	}
+	c.scratch = frame
+	b.reset()
+	c.pool.Put(b)
+	out := c.pool.Get().(*Buffer[T])
+	if err := decodeBuffer(c.codec, frame, out); err != nil {
+		return err
+	}
+	return c.local.Send(ctx, out)
+}
+
+// encodeBuffer appends the wire form of a buffer: an event kind byte, then
+// either the watermark or the records and their timestamps.
+func encodeBuffer[T any](c codec.Codec[T], dst []byte, b *Buffer[T]) ([]byte, error) {
+	dst = append(dst, byte(b.Event.Kind))
+	switch b.Event.Kind {
+	case eventNone:
+		dst = codec.AppendSlice(c, dst, b.Records)
+		dst = codec.AppendSlice(codec.Int64, dst, b.Timestamps)
+	case EventWatermark:
+		dst = codec.Int64.Append(dst, b.Event.Watermark)
+	case EventEndOfPartition:
+	default:
+		return nil, fmt.Errorf("runtime: cannot encode event kind %d", b.Event.Kind)
+	}
+	return dst, nil
+}
+
+func decodeBuffer[T any](c codec.Codec[T], src []byte, b *Buffer[T]) error {
+	if len(src) == 0 {
+		return fmt.Errorf("runtime: empty buffer frame: %w", codec.ErrCorrupt)
+	}
+	b.Event.Kind = EventKind(src[0])
+	src = src[1:]
+	var err error
+	switch b.Event.Kind {
+	case eventNone:
+		var n int
+		if b.Records, n, err = codec.DecodeSlice(c, b.Records[:0], src); err != nil {
+			return fmt.Errorf("runtime: decode records: %w", err)
+		}
+		if b.Timestamps, _, err = codec.DecodeSlice(codec.Int64, b.Timestamps[:0], src[n:]); err != nil {
+			return fmt.Errorf("runtime: decode timestamps: %w", err)
+		}
+		if len(b.Timestamps) != len(b.Records) {
+			return fmt.Errorf("runtime: buffer has %d records but %d timestamps: %w", len(b.Records), len(b.Timestamps), codec.ErrCorrupt)
+		}
+	case EventWatermark:
+		if b.Event.Watermark, _, err = codec.Int64.Decode(src); err != nil {
+			return fmt.Errorf("runtime: decode watermark: %w", err)
+		}
+	case EventEndOfPartition:
+	default:
+		return fmt.Errorf("runtime: unknown event kind %d: %w", b.Event.Kind, codec.ErrCorrupt)
+	}
+	return nil
+}

@@ -1,0 +1,498 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirproject/weir/config"
+	"github.com/weirproject/weir/connector"
+	"github.com/weirproject/weir/internal/graph"
+)
+
+// OperatorError is how a failure in an operator reaches the user: it names
+// the operator and the subtask, for example `map "tokenize" (2/4)`.
+type OperatorError struct {
+	Operator    string // kind and name, e.g. `map "tokenize"`
+	Subtask     int    // 1-based
+	Parallelism int
+	Attempt     int
+	Err         error
+	// Stack is the goroutine stack of a panic, empty for returned errors.
+	Stack string
+}
+
+func (e *OperatorError) Error() string {
+	return fmt.Sprintf("%s (%d/%d): %v", e.Operator, e.Subtask, e.Parallelism, e.Err)
+}
+
+func (e *OperatorError) Unwrap() error { return e.Err }
+
+// PanicError is the cause of an OperatorError raised by a panic.
+type PanicError struct{ Value any }
+
+func (p *PanicError) Error() string { return fmt.Sprintf("panic: %v", p.Value) }
+
+// Unwrap exposes a panicked error value.
+func (p *PanicError) Unwrap() error {
+	if err, ok := p.Value.(error); ok {
+		return err
+	}
+	return nil
+}
+
+// OperatorInfo names an operator of a chain.
+type OperatorInfo struct {
+	Node graph.NodeID
+	Kind string
+	Name string
+}
+
+func (o *OperatorInfo) String() string { return fmt.Sprintf("%s %q", o.Kind, o.Name) }
+
+// abortPanic unwinds a task from deep inside an operator chain; the task
+// loop turns it back into an error.
+type abortPanic struct{ err error }
+
+// userFailure carries an error returned by a user function up to the task
+// loop, which attributes it to the operator that was running.
+type userFailure struct{ err error }
+
+// Task runs one subtask: one operator chain, in one goroutine.
+type Task struct {
+	vertexName    string
+	subtask       int
+	parallelism   int
+	attempt       int
+	ctx           context.Context
+	cfg           *config.Configuration
+	batch         bool
+	bufferRecords int
+	bufferTimeout time.Duration
+	serialize     bool
+	splits        []connector.Split
+
+	mailbox chan func()
+	// current is the operator running user code right now; a panic or a
+	// user error is attributed to it.
+	current *OperatorInfo
+	head    *OperatorInfo
+
+	writers    []Writer
+	lifecycles []Lifecycle // registration order: tail of the chain first
+
+	recordsIn  atomic.Int64
+	recordsOut atomic.Int64
+	gates      []interface{ Buffered() int64 }
+}
+
+// Name returns the subtask's display name, "vertex (i/n)".
+func (t *Task) Name() string {
+	return fmt.Sprintf("%s (%d/%d)", t.vertexName, t.subtask+1, t.parallelism)
+}
+
+// Context is the task's context, cancelled when the job stops.
+func (t *Task) Context() context.Context { return t.ctx }
+
+// Subtask returns the 0-based subtask index.
+func (t *Task) Subtask() int { return t.subtask }
+
+// Parallelism returns the vertex's parallelism.
+func (t *Task) Parallelism() int { return t.parallelism }
+
+// Attempt returns the attempt number, 0 for the first run.
+func (t *Task) Attempt() int { return t.attempt }
+
+// Splits returns the source splits assigned to this subtask.
+func (t *Task) Splits() []connector.Split { return t.splits }
+
+// Mailbox accepts actions to run in the task's goroutine between two
+// records: timers and checkpoint triggers go through here.
+func (t *Task) Mailbox() chan<- func() { return t.mailbox }
+
+// OperatorContext is what an operator factory gets.
+type OperatorContext struct {
+	Task *Task
+	Info *OperatorInfo
+	Node *graph.StreamNode
+	// SideOutputs maps a side-output tag to its Output[X].
+	SideOutputs map[string]any
+	// Batch is true in BATCH runtime mode: aggregations emit only final
+	// results.
+	Batch  bool
+	Config *config.Configuration
+}
+
+// Enter marks the operator as the one running user code, for error
+// attribution. It is a single store, cheap enough for the record path.
+func (oc *OperatorContext) Enter() { oc.Task.current = oc.Info }
+
+// Register adds an operator's lifecycle hooks to the task.
+func (oc *OperatorContext) Register(l Lifecycle) { oc.Task.lifecycles = append(oc.Task.lifecycles, l) }
+
+// Fail stops the task with an error attributed to the running operator.
+func (oc *OperatorContext) Fail(err error) { panic(userFailure{err}) }
+
+func (t *Task) abort(err error) { panic(abortPanic{err}) }
+
+// run executes body with the task's lifecycle around it and converts
+// panics into errors that name the operator and the subtask.
+func (t *Task) run(body func()) (err error) {
+	opened := 0
+	defer func() {
+		r := recover()
+		if r != nil {
+			err = t.failure(r)
+		}
+		// Close what was opened, head of the chain first; a close error
+		// matters only if nothing failed before.
+		for i := opened - 1; i >= 0; i-- {
+			if cerr := t.closeOne(t.lifecycles[i]); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+	}()
+	// Open the tail of the chain first, so that no operator can emit into
+	// one that is not open yet.
+	for _, l := range t.lifecycles {
+		if err := l.Open(); err != nil {
+			return t.wrap(err, "")
+		}
+		opened++
+	}
+	body()
+	return nil
+}
+
+func (t *Task) closeOne(l Lifecycle) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = t.failure(r)
+		}
+	}()
+	if cerr := l.Close(); cerr != nil {
+		return t.wrap(cerr, "")
+	}
+	return nil
+}
+
+func (t *Task) failure(r any) error {
+	switch v := r.(type) {
+	case abortPanic:
+		if errors.Is(v.err, context.Canceled) || errors.Is(v.err, context.DeadlineExceeded) {
+			return v.err
+		}
+		return t.wrap(v.err, "")
+	case userFailure:
+		return t.wrap(v.err, "")
+	}
+	return t.wrap(&PanicError{Value: r}, string(debug.Stack()))
+}
+
+func (t *Task) wrap(err error, stack string) error {
+	var oe *OperatorError
+	if errors.As(err, &oe) {
+		return err
+	}
+	op := t.current
+	if op == nil {
+		op = t.head
+	}
+	return &OperatorError{Operator: op.String(), Subtask: t.subtask + 1, Parallelism: t.parallelism, Attempt: t.attempt, Err: err, Stack: stack}
+}
+
+// finish ends the task's input: operators finish head first, then the
+// task's writers flush and send end-of-partition downstream.
+func (t *Task) finish() {
+	for i := len(t.lifecycles) - 1; i >= 0; i-- {
+		if err := t.lifecycles[i].Finish(); err != nil {
+			panic(userFailure{err})
+		}
+	}
+	for _, w := range t.writers {
+		w.EndOfPartition()
+	}
+}
+
+func (t *Task) flush() {
+	for _, w := range t.writers {
+		w.Flush()
+	}
+}
+
+// flushTicker returns the channel of the buffer-timeout ticker, or nil
+// when timed flushing is off.
+func (t *Task) flushTicker() (<-chan time.Time, func()) {
+	if t.bufferTimeout <= 0 {
+		return nil, func() {}
+	}
+	tk := time.NewTicker(t.bufferTimeout)
+	return tk.C, tk.Stop
+}
+
+// valve tracks the watermark of every input channel; the task's watermark
+// is the minimum over the channels that have not ended.
+type valve struct {
+	channels []int64
+	current  int64
+}
+
+func newValve(n int) *valve {
+	v := &valve{channels: make([]int64, n), current: NoTimestamp}
+	for i := range v.channels {
+		v.channels[i] = NoTimestamp
+	}
+	return v
+}
+
+// update sets a channel's watermark and reports the new minimum if it
+// advanced.
+func (v *valve) update(channel int, wm int64) (int64, bool) {
+	if wm <= v.channels[channel] {
+		return 0, false
+	}
+	v.channels[channel] = wm
+	min := MaxWatermark
+	for _, w := range v.channels {
+		if w < min {
+			min = w
+		}
+	}
+	if min > v.current {
+		v.current = min
+		return min, true
+	}
+	return 0, false
+}
+
+// RunOneInput is the mailbox loop of a task whose head has one input.
+func RunOneInput[T any](t *Task, head Output[T], gate *InputGate[T]) error {
+	t.gates = append(t.gates, gate)
+	return t.run(func() {
+		tick, stop := t.flushTicker()
+		defer stop()
+		v := newValve(gate.NumChannels())
+		open := gate.NumChannels()
+		for open > 0 {
+			select {
+			case b := <-gate.queue:
+				switch b.Event.Kind {
+				case eventNone:
+					for i, r := range b.Records {
+						head.Emit(r, b.Timestamps[i])
+					}
+					t.recordsIn.Add(int64(len(b.Records)))
+				case EventWatermark:
+					if wm, ok := v.update(b.Channel, b.Event.Watermark); ok {
+						head.EmitWatermark(wm)
+					}
+				case EventEndOfPartition:
+					open--
+				}
+				gate.Recycle(b)
+			case f := <-t.mailbox:
+				f()
+			case <-tick:
+				t.flush()
+			case <-t.ctx.Done():
+				t.abort(t.ctx.Err())
+			}
+		}
+		t.current = t.head
+		t.finish()
+	})
+}
+
+// RunTwoInput is the mailbox loop of a task whose head has two inputs.
+func RunTwoInput[A, B any](t *Task, head TwoInput[A, B], g1 *InputGate[A], g2 *InputGate[B]) error {
+	t.gates = append(t.gates, g1, g2)
+	return t.run(func() {
+		tick, stop := t.flushTicker()
+		defer stop()
+		v1, v2 := newValve(g1.NumChannels()), newValve(g2.NumChannels())
+		wm1, wm2, combined := NoTimestamp, NoTimestamp, NoTimestamp
+		advance := func() {
+			if m := min(wm1, wm2); m > combined {
+				combined = m
+				head.EmitWatermark(m)
+			}
+		}
+		open1, open2 := g1.NumChannels(), g2.NumChannels()
+		q1, q2 := g1.queue, g2.queue
+		if open1 == 0 {
+			q1, wm1 = nil, MaxWatermark
+		}
+		if open2 == 0 {
+			q2, wm2 = nil, MaxWatermark
+		}
+		for q1 != nil || q2 != nil {
+			select {
+			case b := <-q1:
+				switch b.Event.Kind {
+				case eventNone:
+					for i, r := range b.Records {
+						head.Emit1(r, b.Timestamps[i])
+					}
+					t.recordsIn.Add(int64(len(b.Records)))
+				case EventWatermark:
+					if wm, ok := v1.update(b.Channel, b.Event.Watermark); ok {
+						wm1 = wm
+						advance()
+					}
+				case EventEndOfPartition:
+					if open1--; open1 == 0 {
+						q1 = nil
+					}
+				}
+				g1.Recycle(b)
+			case b := <-q2:
+				switch b.Event.Kind {
+				case eventNone:
+					for i, r := range b.Records {
+						head.Emit2(r, b.Timestamps[i])
+					}
+					t.recordsIn.Add(int64(len(b.Records)))
+				case EventWatermark:
+					if wm, ok := v2.update(b.Channel, b.Event.Watermark); ok {
+						wm2 = wm
+						advance()
+					}
+				case EventEndOfPartition:
+					if open2--; open2 == 0 {
+						q2 = nil
+					}
+				}
+				g2.Recycle(b)
+			case f := <-t.mailbox:
+				f()
+			case <-tick:
+				t.flush()
+			case <-t.ctx.Done():
+				t.abort(t.ctx.Err())
+			}
+		}
+		t.current = t.head
+		t.finish()
+	})
+}
+
+// SourceHead is what a source node's factory returns: the source and the
+// chain it feeds.
+type SourceHead[T any] struct {
+	Source connector.Source[T]
+	Out    Output[T]
+	Info   *OperatorInfo
+}
+
+type sourceOutput[T any] struct {
+	out Output[T]
+	n   int64
+}
+
+func (s *sourceOutput[T]) Collect(v T) {
+	s.n++
+	s.out.Emit(v, NoTimestamp)
+}
+
+func (s *sourceOutput[T]) CollectWithTimestamp(v T, ts int64) {
+	s.n++
+	s.out.Emit(v, ts)
+}
+
+// idlePause is how long a source task waits after a poll found nothing.
+const idlePause = 5 * time.Millisecond
+
+// RunSource is the loop of a task whose head is a source: it polls the
+// reader and serves the mailbox between two polls.
+func RunSource[T any](t *Task, h *SourceHead[T]) error {
+	var reader connector.SplitReader[T]
+	t.lifecycles = append(t.lifecycles, lifecycleFuncs{close: func() error {
+		if reader != nil {
+			return reader.Close()
+		}
+		return nil
+	}})
+	return t.run(func() {
+		t.current = h.Info
+		r, err := h.Source.NewReader(t.ctx, connector.SplitContext{Subtask: t.subtask, Parallelism: t.parallelism})
+		if err != nil {
+			panic(userFailure{err})
+		}
+		reader = r
+		if err := reader.AddSplits(t.splits); err != nil {
+			panic(userFailure{err})
+		}
+		tick, stop := t.flushTicker()
+		defer stop()
+		out := &sourceOutput[T]{out: h.Out}
+		for {
+			select {
+			case f := <-t.mailbox:
+				f()
+			case <-tick:
+				t.flush()
+			case <-t.ctx.Done():
+				t.abort(t.ctx.Err())
+			default:
+			}
+			t.current = h.Info
+			before := out.n
+			status, err := reader.Poll(t.ctx, out)
+			t.recordsIn.Add(out.n - before)
+			if err != nil {
+				panic(userFailure{err})
+			}
+			switch status {
+			case connector.EndOfInput:
+				t.current = t.head
+				// A bounded input ends with the maximum watermark so that
+				// every event-time window and timer downstream fires.
+				h.Out.EmitWatermark(MaxWatermark)
+				t.finish()
+				return
+			case connector.NothingAvailable:
+				timer := time.NewTimer(idlePause)
+				select {
+				case f := <-t.mailbox:
+					f()
+				case <-tick:
+					t.flush()
+				case <-timer.C:
+				case <-t.ctx.Done():
+					timer.Stop()
+					t.abort(t.ctx.Err())
+				}
+				timer.Stop()
+			}
+		}
+	})
+}
+
+// lifecycleFuncs adapts functions to Lifecycle.
+type lifecycleFuncs struct {
+	open, finish, close func() error
+}
+
+func (l lifecycleFuncs) Open() error {
+	if l.open == nil {
+		return nil
+	}
+	return l.open()
+}
+
+func (l lifecycleFuncs) Finish() error {
+	if l.finish == nil {
+		return nil
+	}
+	return l.finish()
+}
+
+func (l lifecycleFuncs) Close() error {
+	if l.close == nil {
+		return nil
+	}
+	return l.close()
+}

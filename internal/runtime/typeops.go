@@ -1,0 +1,115 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/weirproject/weir/codec"
+	"github.com/weirproject/weir/connector"
+	"github.com/weirproject/weir/internal/graph"
+)
+
+// TypeOps is the runtime glue for one record type: the stream API creates
+// it where the type is known, and the runtime uses it to build gates,
+// channels and writers without knowing the type. Everything it returns is
+// typed; only construction goes through any.
+type TypeOps interface {
+	// NewGate returns an *InputGate[T].
+	NewGate(channels int, cfg GateConfig) any
+	// NewChannel returns a ChannelWriter[T] into channel index of gate.
+	NewChannel(gate any, index int, serialize bool) any
+	// NewRecordWriter returns a *RecordWriter[T] over the channels.
+	NewRecordWriter(t *Task, channels []any, kind graph.Partitioning, factory any, producer int) (any, error)
+	// FanOut combines Output[T] values into one.
+	FanOut(outs []any) any
+	// Discard returns an Output[T] that drops everything.
+	Discard() any
+	// TypeName names T for errors.
+	TypeName() string
+}
+
+// Types implements TypeOps for T.
+type Types[T any] struct {
+	Codec codec.Codec[T]
+	pool  sync.Pool
+}
+
+// NewTypes returns the glue for T with its codec.
+func NewTypes[T any](c codec.Codec[T]) *Types[T] {
+	t := &Types[T]{Codec: c}
+	t.pool.New = func() any { return new(Buffer[T]) }
+	return t
+}
+
+func (t *Types[T]) NewGate(channels int, cfg GateConfig) any {
+	return newInputGate[T](channels, cfg, &t.pool)
+}
+
+func (t *Types[T]) NewChannel(gate any, index int, serialize bool) any {
+	local := localChannel[T]{gate: gate.(*InputGate[T]), index: index}
+	if serialize {
+		return &serializingChannel[T]{local: local, codec: t.Codec, pool: &t.pool}
+	}
+	return &local
+}
+
+func (t *Types[T]) NewRecordWriter(task *Task, channels []any, kind graph.Partitioning, factory any, producer int) (any, error) {
+	if len(channels) == 0 {
+		return nil, fmt.Errorf("runtime: %s: record writer without channels", task.Name())
+	}
+	w := &RecordWriter[T]{
+		task:      task,
+		channels:  make([]ChannelWriter[T], len(channels)),
+		pending:   make([]*Buffer[T], len(channels)),
+		capacity:  task.bufferRecords,
+		pool:      &t.pool,
+		broadcast: kind == graph.PartitionBroadcast,
+	}
+	for i, c := range channels {
+		w.channels[i] = c.(ChannelWriter[T])
+		w.pending[i] = t.pool.Get().(*Buffer[T])
+	}
+	if !w.broadcast {
+		p, err := newPartitioner[T](kind, factory, producer, len(channels))
+		if err != nil {
+			return nil, err
+		}
+		w.part = p
+	}
+	task.writers = append(task.writers, w)
+	return w, nil
+}
+
+func (t *Types[T]) FanOut(outs []any) any {
+	switch len(outs) {
+	case 0:
+		return discard[T]{}
+	case 1:
+		return outs[0].(Output[T])
+	}
+	f := make(fanOut[T], len(outs))
+	for i, o := range outs {
+		f[i] = o.(Output[T])
+	}
+	return f
+}
+
+func (t *Types[T]) Discard() any { return discard[T]{} }
+
+func (t *Types[T]) TypeName() string { return fmt.Sprintf("%T", *new(T)) }
+
+// NodeOps is the runtime factory of one stream node, created by the API
+// where the node's types are known.
+type NodeOps struct {
+	// NewOperator builds the operator given its main output (an Output[Out],
+	// nil for sinks). It returns the operator's input: an Output[In] for
+	// one-input operators, a TwoInput[A, B] for two-input ones, and a
+	// SourceHead for sources.
+	NewOperator func(oc *OperatorContext, out any) (any, error)
+	// RunHead runs a task whose chain this node heads, with its input gates
+	// (*InputGate[In]; the second only for two-input nodes).
+	RunHead func(t *Task, head any, gates [2]any) error
+	// Splits enumerates a source's splits; nil for other nodes.
+	Splits func(ctx context.Context, parallelism int) ([]connector.Split, error)
+}

@@ -1,0 +1,187 @@
+package runtime
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/weirproject/weir/internal/graph"
+)
+
+// Partitioner picks the target channel of a record among a producer's
+// connected consumer channels.
+type Partitioner[T any] interface {
+	Select(v T) int
+}
+
+// PartitionerFactory builds the partitioner of one producer subtask for an
+// edge whose routing depends on the record (HASH, CUSTOM).
+type PartitionerFactory[T any] func(producer, channels int) Partitioner[T]
+
+// KeyGroupPartitioner routes a record to the subtask that owns its key's
+// key group.
+type KeyGroupPartitioner[K, T any] struct {
+	Key            func(T) K
+	Hash           KeyHasher[K]
+	MaxParallelism int
+	Channels       int
+}
+
+func (p *KeyGroupPartitioner[K, T]) Select(v T) int {
+	kg := KeyGroupFor(p.Hash(p.Key(v)), p.MaxParallelism)
+	return OperatorIndexForKeyGroup(kg, p.MaxParallelism, p.Channels)
+}
+
+type roundRobin[T any] struct{ next, n int }
+
+func (p *roundRobin[T]) Select(T) int {
+	c := p.next
+	p.next++
+	if p.next == p.n {
+		p.next = 0
+	}
+	return c
+}
+
+type shuffle[T any] struct {
+	rng *rand.Rand
+	n   int
+}
+
+func (p *shuffle[T]) Select(T) int { return p.rng.IntN(p.n) }
+
+type global[T any] struct{}
+
+func (global[T]) Select(T) int { return 0 }
+
+func newPartitioner[T any](kind graph.Partitioning, factory any, producer, channels int) (Partitioner[T], error) {
+	switch kind {
+	case graph.PartitionForward, graph.PartitionGlobal:
+		return global[T]{}, nil
+	case graph.PartitionRebalance:
+		// Start producers at different channels so that small inputs
+		// still spread.
+		return &roundRobin[T]{next: producer % channels, n: channels}, nil
+	case graph.PartitionRescale:
+		return &roundRobin[T]{n: channels}, nil
+	case graph.PartitionShuffle:
+		return &shuffle[T]{rng: rand.New(rand.NewPCG(uint64(producer), 0x9e3779b97f4a7c15)), n: channels}, nil
+	case graph.PartitionHash, graph.PartitionCustom:
+		f, ok := factory.(PartitionerFactory[T])
+		if !ok {
+			return nil, fmt.Errorf("runtime: %s edge without a partitioner for its record type", kind)
+		}
+		return f(producer, channels), nil
+	}
+	return nil, fmt.Errorf("runtime: unknown partitioning %q", kind)
+}
+
+// Writer is the non-generic face of a record writer, for the task.
+type Writer interface {
+	// Flush sends every non-empty pending buffer.
+	Flush()
+	// EndOfPartition flushes and tells every channel that no more data
+	// will come.
+	EndOfPartition()
+}
+
+// RecordWriter is the Output at the end of a chain: it batches records per
+// target channel and sends full buffers. Send blocks while the channel has
+// no credit; that is where backpressure stops a producer.
+type RecordWriter[T any] struct {
+	task      *Task
+	channels  []ChannelWriter[T]
+	pending   []*Buffer[T]
+	capacity  int
+	part      Partitioner[T]
+	broadcast bool
+	pool      *sync.Pool
+}
+
+// Emit adds a record to the buffer of its channel.
+func (w *RecordWriter[T]) Emit(v T, ts int64) {
+	if w.broadcast {
+		for c := range w.pending {
+			w.add(c, v, ts)
+		}
+		return
+	}
+	c := 0
+	if len(w.pending) > 1 {
+		c = w.part.Select(v)
+	}
+	w.add(c, v, ts)
+}
+
+func (w *RecordWriter[T]) add(c int, v T, ts int64) {
+	b := w.pending[c]
+	b.Records = append(b.Records, v)
+	b.Timestamps = append(b.Timestamps, ts)
+	if len(b.Records) >= w.capacity {
+		w.send(c)
+	}
+}
+
+func (w *RecordWriter[T]) send(c int) {
+	b := w.pending[c]
+	w.pending[c] = w.pool.Get().(*Buffer[T])
+	w.task.recordsOut.Add(int64(len(b.Records)))
+	if err := w.channels[c].Send(w.task.ctx, b); err != nil {
+		w.task.abort(err)
+	}
+}
+
+// EmitWatermark flushes pending records, then sends the watermark on every
+// channel, so that it stays behind the records that precede it.
+func (w *RecordWriter[T]) EmitWatermark(wm int64) {
+	w.broadcastEvent(Event{Kind: EventWatermark, Watermark: wm})
+}
+
+func (w *RecordWriter[T]) broadcastEvent(e Event) {
+	for c := range w.pending {
+		if len(w.pending[c].Records) > 0 {
+			w.send(c)
+		}
+		b := w.pool.Get().(*Buffer[T])
+		b.Event = e
+		if err := w.channels[c].Send(w.task.ctx, b); err != nil {
+			w.task.abort(err)
+		}
+	}
+}
+
+// Flush sends every non-empty pending buffer.
+func (w *RecordWriter[T]) Flush() {
+	for c, b := range w.pending {
+		if len(b.Records) > 0 {
+			w.send(c)
+		}
+	}
+}
+
+// EndOfPartition flushes and sends the end-of-partition event.
+func (w *RecordWriter[T]) EndOfPartition() {
+	w.broadcastEvent(Event{Kind: EventEndOfPartition})
+}
+
+// fanOut passes records to several outputs: a node with more than one
+// consumer, or a chained consumer next to a network one.
+type fanOut[T any] []Output[T]
+
+func (f fanOut[T]) Emit(v T, ts int64) {
+	for _, o := range f {
+		o.Emit(v, ts)
+	}
+}
+
+func (f fanOut[T]) EmitWatermark(wm int64) {
+	for _, o := range f {
+		o.EmitWatermark(wm)
+	}
+}
+
+// discard is the output of a node nobody consumes (an unused side output).
+type discard[T any] struct{}
+
+func (discard[T]) Emit(T, int64)       {}
+func (discard[T]) EmitWatermark(int64) {}

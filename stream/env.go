@@ -1,0 +1,320 @@
+// Package stream is weir's DataStream API: a job is an ordinary Go program
+// that creates an Environment, builds a dataflow of typed streams with
+// sources, transformations and sinks, and calls Execute.
+//
+// Go methods cannot have type parameters, so transformations that change
+// the record type are functions (Map, FlatMap, KeyBy, Process), while
+// type-preserving ones and operator settings are methods (Filter, Name,
+// UID, SetParallelism).
+package stream
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+
+	"github.com/weirproject/weir/config"
+	"github.com/weirproject/weir/internal/graph"
+	"github.com/weirproject/weir/internal/runtime"
+)
+
+// Environment collects a job's dataflow and configuration and executes it.
+// The program that builds the dataflow must be deterministic up to Execute:
+// a worker process re-runs it to rebuild the identical graph.
+type Environment struct {
+	cfg    *config.Configuration
+	graph  *graph.StreamGraph
+	errs   []error
+	plan   string // "", "text" or "json"
+	out    io.Writer
+	logger *slog.Logger
+}
+
+// Flags are the standard flags every job program accepts.
+type Flags struct {
+	parallelism int
+	defs        defineFlag
+	configFile  string
+	plan        planFlag
+}
+
+// RegisterFlags adds the standard job flags to fs: --parallelism (-p),
+// -D key=value (repeatable), --config FILE and --plan[=json].
+func RegisterFlags(fs *flag.FlagSet) *Flags {
+	f := &Flags{}
+	const pUsage = "default parallelism of the job's operators (parallelism.default)"
+	fs.IntVar(&f.parallelism, "parallelism", 0, pUsage)
+	fs.IntVar(&f.parallelism, "p", 0, pUsage+" (shorthand)")
+	fs.Var(&f.defs, "D", "set a configuration option, `key=value` (repeatable; overrides --config)")
+	fs.StringVar(&f.configFile, "config", "", "YAML configuration `file` with Flink-style keys")
+	fs.Var(&f.plan, "plan", "print the job graph instead of running the job (--plan or --plan=json)")
+	return f
+}
+
+// Environment creates the environment the parsed flags describe: the
+// configuration file, then -D overrides, then --parallelism.
+func (f *Flags) Environment() (*Environment, error) {
+	cfg := config.New()
+	if f.configFile != "" {
+		fileCfg, err := config.LoadFile(f.configFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg = fileCfg
+	}
+	for _, d := range f.defs {
+		key, value, err := config.ParseDefinition(d)
+		if err != nil {
+			return nil, err
+		}
+		if err := cfg.SetFrom("-D", key, value); err != nil {
+			return nil, err
+		}
+	}
+	if f.parallelism < 0 {
+		return nil, fmt.Errorf("stream: --parallelism %d must be at least 1", f.parallelism)
+	}
+	if f.parallelism > 0 {
+		if err := cfg.SetFrom("--parallelism", config.Parallelism.Key, strconv.Itoa(f.parallelism)); err != nil {
+			return nil, err
+		}
+	}
+	env := NewEnvironmentWithConfig(cfg)
+	env.plan = string(f.plan)
+	return env, nil
+}
+
+// NewEnvironment registers the standard job flags on the command line's
+// flag set, parses os.Args, and returns the environment they describe.
+// Define the program's own flags (with the flag package) before calling
+// it, and do not call flag.Parse yourself. Bad flags or configuration
+// print an error naming them and exit with status 2.
+func NewEnvironment() *Environment {
+	f := RegisterFlags(flag.CommandLine)
+	flag.Parse()
+	env, err := f.Environment()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", os.Args[0], err)
+		os.Exit(2)
+	}
+	return env
+}
+
+// NewEnvironmentWithConfig returns an environment with the given
+// configuration (nil means defaults); tests and embedding programs use it.
+func NewEnvironmentWithConfig(cfg *config.Configuration) *Environment {
+	if cfg == nil {
+		cfg = config.New()
+	}
+	return &Environment{cfg: cfg, graph: &graph.StreamGraph{}, out: os.Stdout}
+}
+
+// Config returns the job's configuration; changes apply to later calls of
+// Execute.
+func (env *Environment) Config() *config.Configuration { return env.cfg }
+
+// SetParallelism sets the default parallelism of the job's operators.
+func (env *Environment) SetParallelism(n int) *Environment {
+	if n < 1 {
+		env.fail(fmt.Errorf("stream: parallelism %d must be at least 1", n))
+		return env
+	}
+	config.Parallelism.Set(env.cfg, n)
+	return env
+}
+
+// Parallelism returns the default parallelism: parallelism.default, or the
+// number of CPU cores when it is 0.
+func (env *Environment) Parallelism() int {
+	if p := config.Parallelism.Get(env.cfg); p > 0 {
+		return p
+	}
+	return goruntime.NumCPU()
+}
+
+// RuntimeMode selects streaming or batch execution.
+type RuntimeMode string
+
+const (
+	// Streaming emits results continuously (the default).
+	Streaming RuntimeMode = "STREAMING"
+	// Batch requires bounded sources; keyed aggregations emit only their
+	// final result per key.
+	Batch RuntimeMode = "BATCH"
+	// Automatic is Batch when every source is bounded, Streaming otherwise.
+	Automatic RuntimeMode = "AUTOMATIC"
+)
+
+// SetRuntimeMode sets execution.runtime-mode unless the configuration
+// (file or -D) already did.
+func (env *Environment) SetRuntimeMode(m RuntimeMode) *Environment {
+	if !env.cfg.IsSet(config.RuntimeMode.Key) {
+		if err := env.cfg.Set(config.RuntimeMode.Key, string(m)); err != nil {
+			env.fail(err)
+		}
+	}
+	return env
+}
+
+// SetLogger sets the logger of the job's runtime (default: discard).
+func (env *Environment) SetLogger(l *slog.Logger) *Environment {
+	env.logger = l
+	return env
+}
+
+// SetOutput redirects what Print sinks and --plan write (default stdout).
+func (env *Environment) SetOutput(w io.Writer) *Environment {
+	env.out = w
+	return env
+}
+
+// fail records a mistake in building the dataflow; Execute reports all of
+// them.
+func (env *Environment) fail(err error) { env.errs = append(env.errs, err) }
+
+// JobGraph builds the job graph of the dataflow defined so far.
+func (env *Environment) JobGraph(jobName string) (*graph.JobGraph, error) {
+	if len(env.errs) > 0 {
+		return nil, errors.Join(env.errs...)
+	}
+	if name := config.PipelineName.Get(env.cfg); name != "" {
+		jobName = name
+	}
+	env.graph.JobName = jobName
+	if config.RuntimeMode.Get(env.cfg) == string(Batch) {
+		for _, n := range env.graph.Nodes {
+			if n.Kind == "source" && !n.Bounded {
+				return nil, fmt.Errorf("stream: source %q is unbounded, but execution.runtime-mode is BATCH", n.Name)
+			}
+		}
+	}
+	jg, err := graph.BuildJobGraph(env.graph, graph.BuildOptions{
+		DefaultParallelism:    env.Parallelism(),
+		DefaultMaxParallelism: config.MaxParallelism.Get(env.cfg),
+		ChainingEnabled:       config.OperatorChaining.Get(env.cfg),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := checkCodecs(jg); err != nil {
+		return nil, err
+	}
+	return jg, nil
+}
+
+// checkCodecs fails a job whose records cross a task boundary without a
+// codec: the exchange may cross processes, so every such type needs one.
+func checkCodecs(jg *graph.JobGraph) error {
+	for _, e := range jg.Edges {
+		if c, ok := e.StreamEdge.Type.(interface{ codecErr() error }); ok {
+			if err := c.codecErr(); err != nil {
+				src, dst := jg.Stream.Node(e.SourceNode), jg.Stream.Node(e.TargetNode)
+				return fmt.Errorf("stream: records from %s to %s cross a task boundary but have no codec: %w; set one with Codec",
+					src.DisplayName(), dst.DisplayName(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// Execute runs the job on the local mini cluster and returns when it ends:
+// when its bounded sources are exhausted, it fails, or ctx is cancelled.
+// With --plan it prints the job graph instead.
+func (env *Environment) Execute(ctx context.Context, jobName string) error {
+	jg, err := env.JobGraph(jobName)
+	if err != nil {
+		return err
+	}
+	switch env.plan {
+	case "text":
+		return jg.WriteText(env.out)
+	case "json":
+		return jg.WriteJSON(env.out)
+	}
+	job, err := env.submit(ctx, jg)
+	if err != nil {
+		return err
+	}
+	return job.Wait()
+}
+
+// ExecuteAsync starts the job and returns a handle to watch or cancel it.
+func (env *Environment) ExecuteAsync(ctx context.Context, jobName string) (*JobClient, error) {
+	jg, err := env.JobGraph(jobName)
+	if err != nil {
+		return nil, err
+	}
+	job, err := env.submit(ctx, jg)
+	if err != nil {
+		return nil, err
+	}
+	return &JobClient{job: job, Graph: jg}, nil
+}
+
+func (env *Environment) submit(ctx context.Context, jg *graph.JobGraph) (*runtime.Job, error) {
+	mc := &runtime.MiniCluster{Config: env.cfg, Logger: env.logger}
+	return mc.Submit(ctx, jg)
+}
+
+// JobClient is a handle on a running job.
+type JobClient struct {
+	Graph *graph.JobGraph
+	job   *runtime.Job
+}
+
+// Wait blocks until the job ends and returns its error.
+func (c *JobClient) Wait() error { return c.job.Wait() }
+
+// Done is closed when the job has ended and its goroutines have returned.
+func (c *JobClient) Done() <-chan struct{} { return c.job.Done() }
+
+// Cancel stops the job.
+func (c *JobClient) Cancel() { c.job.Cancel() }
+
+// Metrics returns a snapshot of every subtask's counters.
+func (c *JobClient) Metrics() []runtime.TaskMetrics { return c.job.Metrics() }
+
+// ExecutionGraph returns the job's execution graph (attempts, states, slots).
+func (c *JobClient) ExecutionGraph() *graph.ExecutionGraph { return c.job.Graph }
+
+// Slots returns the task slots the job runs in.
+func (c *JobClient) Slots() []*runtime.Slot { return c.job.Slots }
+
+// OperatorError is the error of a job that failed in an operator; it names
+// the operator and the subtask.
+type OperatorError = runtime.OperatorError
+
+// PanicError is the cause of an OperatorError raised by a panic.
+type PanicError = runtime.PanicError
+
+type defineFlag []string
+
+func (d *defineFlag) String() string     { return strings.Join(*d, ",") }
+func (d *defineFlag) Set(s string) error { *d = append(*d, s); return nil }
+
+// planFlag is a flag that may stand alone (--plan, text) or take a value
+// (--plan=json).
+type planFlag string
+
+func (p *planFlag) String() string   { return string(*p) }
+func (p *planFlag) IsBoolFlag() bool { return true }
+func (p *planFlag) Set(s string) error {
+	switch strings.ToLower(s) {
+	case "true", "text":
+		*p = "text"
+	case "json":
+		*p = "json"
+	case "false":
+		*p = ""
+	default:
+		return fmt.Errorf("want --plan or --plan=json, not --plan=%s", s)
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package stream
+
+import (
+	"cmp"
+
+	"github.com/weirproject/weir/internal/graph"
+	"github.com/weirproject/weir/internal/runtime"
+)
+
+// KeyedStream is a stream partitioned by key: all records with the same
+// key go to the same subtask, through the key's key group, and keyed
+// operators keep their state per key.
+type KeyedStream[K comparable, T any] struct {
+	s      *Stream[T]
+	key    func(T) K
+	hasher runtime.KeyHasher[K]
+}
+
+// KeyBy partitions s by the key that key extracts. The key must hash the
+// same in every process; built-in kinds do, and composite keys are hashed
+// through their codec.
+func KeyBy[T any, K comparable](s *Stream[T], key func(T) K) *KeyedStream[K, T] {
+	hasher, err := runtime.NewKeyHasher[K]()
+	if err != nil {
+		s.env.fail(err)
+	}
+	out := s.withPartitioning(graph.PartitionHash)
+	for i := range out.inputs {
+		out.inputs[i].partitioner = func(target *graph.StreamNode) any {
+			return runtime.PartitionerFactory[T](func(producer, channels int) runtime.Partitioner[T] {
+				// The target's max parallelism is final once the job graph
+				// is built, which happens before any partitioner exists.
+				return &runtime.KeyGroupPartitioner[K, T]{Key: key, Hash: hasher, MaxParallelism: target.MaxParallelism, Channels: channels}
+			})
+		}
+	}
+	return &KeyedStream[K, T]{s: out, key: key, hasher: hasher}
+}
+
+// Stream returns the keyed stream as a plain stream, still hash
+// partitioned for the next operator.
+func (ks *KeyedStream[K, T]) Stream() *Stream[T] { return ks.s }
+
+// Reduce combines each record with the previous result for its key. In
+// streaming mode every new result is emitted; in batch mode only the final
+// result per key, when the input ends.
+func (ks *KeyedStream[K, T]) Reduce(fn func(acc, v T) T) *Stream[T] {
+	return addNode[T, T](ks.s, "reduce", "Reduce", oneInput(func(oc *runtime.OperatorContext, out runtime.Output[T]) (runtime.Output[T], error) {
+		op := &reduceOp[K, T]{oc: oc, key: ks.key, fn: fn, out: out, batch: oc.Batch, state: make(map[K]T)}
+		oc.Register(op)
+		return op, nil
+	}))
+}
+
+// reduceOp keeps the running result per key on the heap, keyed by the Go
+// key itself.
+type reduceOp[K comparable, T any] struct {
+	oc    *runtime.OperatorContext
+	key   func(T) K
+	fn    func(T, T) T
+	out   runtime.Output[T]
+	batch bool
+	state map[K]T
+}
+
+func (r *reduceOp[K, T]) Emit(v T, ts int64) {
+	r.oc.Enter()
+	k := r.key(v)
+	if acc, ok := r.state[k]; ok {
+		v = r.fn(acc, v)
+	}
+	r.state[k] = v
+	if !r.batch {
+		r.out.Emit(v, ts)
+	}
+}
+
+func (r *reduceOp[K, T]) EmitWatermark(wm int64) { r.out.EmitWatermark(wm) }
+
+func (r *reduceOp[K, T]) Open() error { return nil }
+
+func (r *reduceOp[K, T]) Finish() error {
+	if r.batch {
+		for _, v := range r.state {
+			r.out.Emit(v, runtime.NoTimestamp)
+		}
+	}
+	return nil
+}
+
+func (r *reduceOp[K, T]) Close() error { return nil }
+
+// Number is what Sum adds.
+type Number interface {
+	~int | ~int8 | ~int16 | ~int32 | ~int64 |
+		~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr |
+		~float32 | ~float64
+}
+
+// Sum adds up the field that field points to, per key; the other fields
+// keep the values of the key's first record.
+func Sum[K comparable, T any, N Number](ks *KeyedStream[K, T], field func(*T) *N) *Stream[T] {
+	return ks.Reduce(func(acc, v T) T {
+		*field(&acc) += *field(&v)
+		return acc
+	}).Name("Sum")
+}
+
+// Min keeps the smallest value of the field per key; the other fields keep
+// the values of the key's first record.
+func Min[K comparable, T any, N cmp.Ordered](ks *KeyedStream[K, T], field func(*T) *N) *Stream[T] {
+	return ks.Reduce(func(acc, v T) T {
+		if *field(&v) < *field(&acc) {
+			*field(&acc) = *field(&v)
+		}
+		return acc
+	}).Name("Min")
+}
+
+// Max keeps the largest value of the field per key; the other fields keep
+// the values of the key's first record.
+func Max[K comparable, T any, N cmp.Ordered](ks *KeyedStream[K, T], field func(*T) *N) *Stream[T] {
+	return ks.Reduce(func(acc, v T) T {
+		if *field(&v) > *field(&acc) {
+			*field(&acc) = *field(&v)
+		}
+		return acc
+	}).Name("Max")
+}
+
+// MinBy keeps, per key, the whole record with the smallest field value (the
+// first one on ties).
+func MinBy[K comparable, T any, N cmp.Ordered](ks *KeyedStream[K, T], field func(*T) *N) *Stream[T] {
+	return ks.Reduce(func(acc, v T) T {
+		if *field(&v) < *field(&acc) {
+			return v
+		}
+		return acc
+	}).Name("MinBy")
+}
+
+// MaxBy keeps, per key, the whole record with the largest field value (the
+// first one on ties).
+func MaxBy[K comparable, T any, N cmp.Ordered](ks *KeyedStream[K, T], field func(*T) *N) *Stream[T] {
+	return ks.Reduce(func(acc, v T) T {
+		if *field(&v) > *field(&acc) {
+			return v
+		}
+		return acc
+	}).Name("MaxBy")
+}
