@@ -399,17 +399,13 @@ func (c *compiler) mapNode(n *node) error {
 		return dst
 	}
 	n.dec = func(src []byte, p unsafe.Pointer, depth int) (int, error) {
-		l, off, err := decodeLen(src, max(satAdd(kn.min, vn.min), 1))
+		l, off, err := decodeMapLen(src, kn, vn)
 		if err != nil {
 			return 0, err
 		}
 		if l == 0 {
 			*(*unsafe.Pointer)(p) = nil
 			return off, nil
-		}
-		if kn.empty && vn.empty && l > 1 {
-			// Only one key of a zero-size type exists.
-			return 0, errLength
 		}
 		if depth >= maxDepth {
 			return 0, errDepth
@@ -436,6 +432,24 @@ func (c *compiler) mapNode(n *node) error {
 		return off, nil
 	}
 	return nil
+}
+
+// decodeMapLen decodes the entry count of a map with key and value nodes kn
+// and vn and bounds it by the remaining input.
+func decodeMapLen(src []byte, kn, vn *node) (int, int, error) {
+	if kn.empty && vn.empty {
+		// Entries encode to nothing, and there is only one key of a
+		// zero-size type.
+		l, n, err := decodeUvarint(src)
+		if err == nil && l > 1 {
+			err = errLength
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		return int(l), n, nil
+	}
+	return decodeLen(src, max(satAdd(kn.min, vn.min), 1))
 }
 
 // marshaler sets up n to use the encoding.Binary* methods of n.t if it has

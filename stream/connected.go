@@ -71,7 +71,7 @@ func addTwoInput[A, B, U any](cs *ConnectedStreams[A, B], kind, name string, fn 
 			if o == nil {
 				o = discardOutput[U]{}
 			}
-			op := &coProcessOp[A, B, U]{oc: oc, fn: fn, ctx: Context{oc: oc, ts: runtime.NoTimestamp}}
+			op := &coProcessOp[A, B, U]{oc: oc, fn: instance(fn), ctx: Context{oc: oc, ts: runtime.NoTimestamp}}
 			op.col.oc, op.col.out = oc, o
 			oc.Register(op)
 			return op, nil

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/weirproject/weir/internal/runtime"
 )
@@ -180,7 +181,7 @@ func (f *filterOp[T]) EmitWatermark(wm int64) { f.out.EmitWatermark(wm) }
 // with an error naming the operator and the subtask.
 func Process[T, U any](s *Stream[T], fn ProcessFunction[T, U]) *Stream[U] {
 	return addNode[T, U](s, "process", "Process", oneInput(func(oc *runtime.OperatorContext, out runtime.Output[U]) (runtime.Output[T], error) {
-		op := &processOp[T, U]{oc: oc, fn: fn, ctx: Context{oc: oc, ts: runtime.NoTimestamp}}
+		op := &processOp[T, U]{oc: oc, fn: instance(fn), ctx: Context{oc: oc, ts: runtime.NoTimestamp}}
 		op.col.oc, op.col.out = oc, out
 		oc.Register(op)
 		return op, nil
@@ -218,6 +219,25 @@ func (p *processOp[T, U]) Finish() error {
 }
 
 func (p *processOp[T, U]) Close() error { return closeFunction(p.oc, p.fn) }
+
+// instance returns the function value one subtask runs. A function held by
+// pointer to a struct is copied (shallowly), so that every parallel subtask
+// has its own instance, as every Flink subtask has its own deserialized
+// copy: fields set before Execute are shared configuration, and state a
+// function initializes in Open belongs to its subtask alone.
+func instance[F any](fn F) F {
+	v := reflect.ValueOf(fn)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return fn
+	}
+	cp := reflect.New(v.Elem().Type())
+	cp.Elem().Set(v.Elem())
+	out, ok := cp.Interface().(F)
+	if !ok {
+		return fn
+	}
+	return out
+}
 
 func openFunction(oc *runtime.OperatorContext, fn any, ctx *Context) error {
 	if o, ok := fn.(Opener); ok {

@@ -84,6 +84,8 @@ type Task struct {
 	writers    []Writer
 	lifecycles []Lifecycle // registration order: tail of the chain first
 
+	// flushDue is raised by a source task's flush timer.
+	flushDue   atomic.Bool
 	recordsIn  atomic.Int64
 	recordsOut atomic.Int64
 	gates      []interface{ Buffered() int64 }
@@ -387,7 +389,13 @@ type SourceHead[T any] struct {
 	Info   *OperatorInfo
 }
 
+// sourceOutput feeds polled records into the chain. A reader may take
+// long to produce records (a slow generator, a trickling broker), so the
+// buffer timeout cannot wait for the next poll: a timer goroutine raises
+// flushDue and the output flushes at the next record, in the task's own
+// goroutine.
 type sourceOutput[T any] struct {
+	t   *Task
 	out Output[T]
 	n   int64
 }
@@ -395,15 +403,50 @@ type sourceOutput[T any] struct {
 func (s *sourceOutput[T]) Collect(v T) {
 	s.n++
 	s.out.Emit(v, NoTimestamp)
+	s.maybeFlush()
 }
 
 func (s *sourceOutput[T]) CollectWithTimestamp(v T, ts int64) {
 	s.n++
 	s.out.Emit(v, ts)
+	s.maybeFlush()
+}
+
+func (s *sourceOutput[T]) maybeFlush() {
+	if s.t.flushDue.Load() {
+		s.t.flushDue.Store(false)
+		s.t.flush()
+	}
 }
 
 // idlePause is how long a source task waits after a poll found nothing.
 const idlePause = 5 * time.Millisecond
+
+// startFlushTimer raises flushDue every buffer timeout until stop is
+// called; stop waits for the timer goroutine to end.
+func (t *Task) startFlushTimer() (stop func()) {
+	if t.bufferTimeout <= 0 {
+		return func() {}
+	}
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		tk := time.NewTicker(t.bufferTimeout)
+		defer tk.Stop()
+		for {
+			select {
+			case <-tk.C:
+				t.flushDue.Store(true)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+	}
+}
 
 // RunSource is the loop of a task whose head is a source: it polls the
 // reader and serves the mailbox between two polls.
@@ -425,19 +468,18 @@ func RunSource[T any](t *Task, h *SourceHead[T]) error {
 		if err := reader.AddSplits(t.splits); err != nil {
 			panic(userFailure{err})
 		}
-		tick, stop := t.flushTicker()
+		stop := t.startFlushTimer()
 		defer stop()
-		out := &sourceOutput[T]{out: h.Out}
+		out := &sourceOutput[T]{t: t, out: h.Out}
 		for {
 			select {
 			case f := <-t.mailbox:
 				f()
-			case <-tick:
-				t.flush()
 			case <-t.ctx.Done():
 				t.abort(t.ctx.Err())
 			default:
 			}
+			out.maybeFlush()
 			t.current = h.Info
 			before := out.n
 			status, err := reader.Poll(t.ctx, out)
@@ -458,8 +500,6 @@ func RunSource[T any](t *Task, h *SourceHead[T]) error {
 				select {
 				case f := <-t.mailbox:
 					f()
-				case <-tick:
-					t.flush()
 				case <-timer.C:
 				case <-t.ctx.Done():
 					timer.Stop()
