@@ -24,7 +24,11 @@
 //   - basic kinds and named types whose underlying kind is basic
 //     (type Word string) reuse the built-in encodings;
 //   - types implementing encoding.BinaryAppender or encoding.BinaryMarshaler
-//     together with encoding.BinaryUnmarshaler (on T or *T) use those methods;
+//     together with encoding.BinaryUnmarshaler (on T or *T) use those methods
+//     (basic kinds take precedence, and methods a struct only gets by
+//     embedding, as in struct{ time.Time; Name string }, are ignored so
+//     that no field is silently dropped); Append panics if such a method
+//     returns an error, since Append cannot report one;
 //   - structs (exported fields only), pointers, slices, arrays and maps are
 //     handled by a codec compiled once per type from reflection and cached.
 //     Recursive types such as linked lists and trees are supported.

@@ -381,3 +381,37 @@ func TestStackGrowth(t *testing.T) {
 		<-done
 	}
 }
+
+// Event embeds time.Time, whose Binary methods are promoted to Event; they
+// must not be used, or Name would be silently dropped.
+type Event struct {
+	time.Time
+	Name string
+}
+
+// AddrHolder embeds a pointer-method marshaler.
+type AddrHolder struct {
+	*url.URL
+	Note string
+}
+
+// OwnMarshal embeds time.Time but declares its own methods, which win.
+type OwnMarshal struct {
+	time.Time
+	Name string
+}
+
+func (o OwnMarshal) MarshalBinary() ([]byte, error)  { return []byte(o.Name), nil }
+func (o *OwnMarshal) UnmarshalBinary(b []byte) error { o.Name = "own:" + string(b); return nil }
+
+func TestPromotedMarshalersIgnored(t *testing.T) {
+	e := Event{Time: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), Name: "launch"}
+	roundTrip(t, MustFor[Event](), e, e, nil)
+	u, _ := url.Parse("http://x/y")
+	h := AddrHolder{URL: u, Note: "n"}
+	roundTrip(t, MustFor[AddrHolder](), h, h, nil)
+	got, _, err := MustFor[OwnMarshal]().Decode(MustFor[OwnMarshal]().Append(nil, OwnMarshal{Name: "a"}))
+	if err != nil || got.Name != "own:a" {
+		t.Fatalf("own methods not used: %+v %v", got, err)
+	}
+}

@@ -84,6 +84,11 @@ func (s *sinkOp[T]) Close() error {
 		return nil
 	}
 	s.oc.Enter()
+	if a, ok := s.writer.(interface{ Abort() error }); ok && s.oc.Task.Failed() {
+		// A failed task must not publish what it wrote since the last
+		// commit.
+		return a.Abort()
+	}
 	return s.writer.Close()
 }
 

@@ -116,6 +116,10 @@ type Result struct {
 	WordsPerSec float64   `json:"words_per_second"` // words ÷ median
 	// Ratio is the throughput relative to the loop: loop seconds ÷ seconds.
 	Ratio float64 `json:"ratio_to_loop"`
+	// CPUSeconds is the process's user+system CPU time in the median run
+	// (all goroutines, the GC included): less sensitive than wall time to
+	// other programs competing for the cores.
+	CPUSeconds float64 `json:"cpu_seconds"`
 	// AllocBytesPerWord and GCs are of the median run.
 	AllocBytesPerWord float64 `json:"alloc_bytes_per_word"`
 	GCs               uint32  `json:"gcs"`
@@ -279,6 +283,7 @@ func measure(o options, body func() totals, check func(totals) error) measured {
 	var m measured
 	type sample struct {
 		sec    float64
+		cpu    float64
 		alloc  uint64
 		gcs    uint32
 		totals totals
@@ -288,15 +293,15 @@ func measure(o options, body func() totals, check func(totals) error) measured {
 		goruntime.GC()
 		var before, after goruntime.MemStats
 		goruntime.ReadMemStats(&before)
-		start := time.Now()
+		cpu0, start := cpuTime(), time.Now()
 		t := body()
-		sec := time.Since(start).Seconds()
+		sec, cpu := time.Since(start).Seconds(), (cpuTime() - cpu0).Seconds()
 		goruntime.ReadMemStats(&after)
 		if err := check(t); err != nil && m.err == nil {
 			m.err = err
 			fmt.Fprintln(os.Stderr, "wordcount bench: MISMATCH:", err)
 		}
-		samples = append(samples, sample{sec, after.TotalAlloc - before.TotalAlloc, after.NumGC - before.NumGC, t})
+		samples = append(samples, sample{sec, cpu, after.TotalAlloc - before.TotalAlloc, after.NumGC - before.NumGC, t})
 		m.Seconds = append(m.Seconds, sec)
 	}
 	sorted := slices.Clone(samples)
@@ -315,6 +320,7 @@ func measure(o options, body func() totals, check func(totals) error) measured {
 		m.Median = (sorted[len(sorted)/2-1].sec + med.sec) / 2
 	}
 	m.WordsPerSec = float64(o.words) / m.Median
+	m.CPUSeconds = med.cpu
 	m.AllocBytesPerWord = float64(med.alloc) / float64(o.words)
 	m.GCs = med.gcs
 	return m
@@ -328,14 +334,14 @@ func printTable(rep Report) {
 		fmt.Printf("config: %s\n", strings.Join(rep.Config, " "))
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tp\tseconds\twords/s\tratio\tB/word\tGCs\truns (s)\t")
+	fmt.Fprintln(tw, "mode\tp\tseconds\twords/s\tratio\tCPU s\tB/word\tGCs\truns (s)\t")
 	for _, r := range rep.Results {
 		runs := make([]string, len(r.Seconds))
 		for i, s := range r.Seconds {
 			runs[i] = strconv.FormatFloat(s, 'f', 3, 64)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.2fM\t%.2f\t%.1f\t%d\t%s\t\n",
-			r.Mode, r.Parallelism, r.Median, r.WordsPerSec/1e6, r.Ratio, r.AllocBytesPerWord, r.GCs, strings.Join(runs, " "))
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.2fM\t%.2f\t%.2f\t%.1f\t%d\t%s\t\n",
+			r.Mode, r.Parallelism, r.Median, r.WordsPerSec/1e6, r.Ratio, r.CPUSeconds, r.AllocBytesPerWord, r.GCs, strings.Join(runs, " "))
 	}
 	tw.Flush()
 	fmt.Printf("distinct words %d, sum of counts %d (engine totals equal the loop's)\n",

@@ -18,8 +18,7 @@ const (
 	bufferSize = 64 << 10
 	// pollLines and pollBytes bound the work of one Poll so that the task
 	// gets back to its mailbox (barriers, timers, cancellation) often. The
-	// byte bound also covers skipping and long lines, which emit nothing
-	// for a while.
+	// byte bound keeps long lines from making a Poll slow.
 	pollLines = 256
 	pollBytes = 64 << 10
 	// maxKeptScratch: a buffer grown for a huge line is dropped afterwards
@@ -82,7 +81,12 @@ func (r *lineReader) Poll(ctx context.Context, out connector.Output[string]) (co
 		return 0, err
 	}
 	lines, n := 0, 0
-	for lines < pollLines && n < pollBytes {
+	// The bounds are checked between lines only: a line longer than the
+	// buffer, or the partial line a split starts with, is read to its end
+	// in one Poll. That costs promptness on huge lines but guarantees that
+	// every Poll moves Offset, so a job restored from a checkpoint taken
+	// after every Poll still makes progress.
+	for r.skipping || len(r.partial) > 0 || lines < pollLines && n < pollBytes {
 		if r.split == nil {
 			if len(r.queue) == 0 {
 				return connector.EndOfInput, nil
@@ -112,6 +116,12 @@ func (r *lineReader) Poll(ctx context.Context, out connector.Output[string]) (co
 		case err == bufio.ErrBufferFull:
 			if !r.skipping {
 				r.partial = append(r.partial, chunk...)
+			} else if r.pos+1 >= r.split.End {
+				// No '\n' in [Start-1, End-1): the split lies inside
+				// a line of the split before and owns no line. Stop
+				// rather than scan the rest of that line.
+				r.split.Offset = r.split.End
+				r.finish()
 			}
 		case err == io.EOF:
 			// Nothing left: the file ends exactly at a line boundary,
@@ -210,9 +220,7 @@ func unwrapPath(err error) error {
 }
 
 // Snapshot returns copies of the unfinished splits, the one being read
-// first, with Offset at the first line not yet emitted. A line being read
-// in pieces, or skipped, has not moved Offset yet, so a restored reader reads
-// or skips it again from its start.
+// first, with Offset at the first line not yet emitted.
 func (r *lineReader) Snapshot() ([]connector.Split, error) {
 	if r.closed {
 		return nil, errors.New("file: Snapshot on a closed reader")

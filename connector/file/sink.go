@@ -105,8 +105,9 @@ func removeStale(dir string, subtask, attempt int) {
 	}
 }
 
-// TextWriter is the writer of one TextSink subtask. Besides the
-// connector.SinkWriter methods it has Abort.
+// TextWriter is the writer of one TextSink subtask; TextSink.NewWriter
+// returns a *TextWriter. Besides the connector.SinkWriter methods it has
+// Abort.
 type TextWriter[T any] struct {
 	format func(T) string
 	tmp    string // the in-progress file

@@ -154,14 +154,20 @@ func listFiles(ctx context.Context, paths []string) ([]fileInfo, error) {
 			add(root, fi.Size())
 			continue
 		}
-		err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		// The trailing separator makes WalkDir follow a root that is a
+		// link to a directory; the paths it reports are still clean.
+		walkRoot := root
+		if !strings.HasSuffix(walkRoot, string(filepath.Separator)) {
+			walkRoot += string(filepath.Separator)
+		}
+		err = filepath.WalkDir(walkRoot, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if path != root && hidden(d.Name()) {
+			if path != walkRoot && hidden(d.Name()) {
 				if d.IsDir() {
 					return filepath.SkipDir
 				}
@@ -182,9 +188,6 @@ func listFiles(ctx context.Context, paths []string) ([]fileInfo, error) {
 			return nil
 		})
 		if err != nil {
-			if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
-				return nil, err
-			}
 			return nil, fmt.Errorf("file: list %s: %w", root, err)
 		}
 	}

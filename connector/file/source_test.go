@@ -172,7 +172,8 @@ func TestLinesPropertyRandomSplitSizes(t *testing.T) {
 			sizes = append(sizes, 1+rng.Int64N(int64(len(content))+2))
 		}
 		for _, size := range sizes {
-			got := readSplitwise(t, Lines(path).SplitSize(size), 1)
+			src := Lines(path).SplitSize(size)
+			got := drain(t, newReader(t, src, splitsOf(t, src, 1)))
 			checkLines(t, got, want, fmt.Sprintf("seed %d: %q split size %d", seed, content, size))
 		}
 	}
@@ -213,8 +214,8 @@ func TestLinesPropertyManyFiles(t *testing.T) {
 	}
 }
 
-// TestLinesLongLines covers lines longer than the read buffer, which arrive
-// in pieces over several polls, around split boundaries.
+// TestLinesLongLines covers lines longer than the read buffer, which are
+// put together from several reads, around split boundaries.
 func TestLinesLongLines(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	var b strings.Builder
@@ -233,8 +234,7 @@ func TestLinesLongLines(t *testing.T) {
 		got := readSplitwise(t, Lines(path).SplitSize(size), 1)
 		checkLines(t, got, want, fmt.Sprintf("split size %d", size))
 	}
-	// A split inside a long line skips it over several polls and emits
-	// nothing.
+	// A split inside a long line skips it and emits nothing.
 	r := newReader(t, Lines(path), []connector.Split{&FileSplit{Path: path, Start: 3 * bufferSize, End: 3*bufferSize + 1}})
 	if got := drain(t, r); len(got) != 0 {
 		t.Fatalf("split inside a long line emitted %d lines", len(got))
@@ -289,6 +289,16 @@ func TestLinesDirectory(t *testing.T) {
 		filepath.Join(dir, "sub", "link.txt"),
 	}
 	checkLines(t, paths, wantPaths, "split paths")
+
+	// A link to a directory, named as a path, stands for the directory.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(filepath.Join(dir, "sub", "deeper"), link); err != nil {
+		t.Fatal(err)
+	}
+	splits := splitsOf(t, Lines(link), 1)
+	if len(splits) != 1 || splits[0].(*FileSplit).Path != filepath.Join(link, "d.txt") {
+		t.Fatalf("splits of a linked directory: %v", splits)
+	}
 }
 
 func TestSplitsLayout(t *testing.T) {
@@ -330,7 +340,7 @@ func TestSplitsLayout(t *testing.T) {
 	check(Lines(dir), 8, map[string]int{"a": 4, "b": 1, "c": 1})
 	// A fixed size has no slop.
 	check(Lines(dir).SplitSize(mib), 8, map[string]int{"a": 4, "b": 2, "c": 1})
-	check(Lines(dir).SplitSize(4), 1, map[string]int{"a": int((sizes["a"] + 3) / 4), "b": int((sizes["b"] + 3) / 4), "c": 3})
+	check(Lines(dir).SplitSize(1000), 1, map[string]int{"a": int((sizes["a"] + 999) / 1000), "b": int((sizes["b"] + 999) / 1000), "c": 1})
 	check(Lines(dir).SplitSize(4).SplitSize(0), 1, map[string]int{"a": 2, "b": 1, "c": 1})
 }
 
@@ -673,5 +683,26 @@ func BenchmarkPoll(b *testing.B) {
 			}
 		}
 		r.Close()
+	}
+}
+
+// TestSkipBoundary puts the end of a split right around the newline that
+// ends a line longer than the buffer, where the reader decides whether the
+// split owns any line without scanning the whole long line.
+func TestSkipBoundary(t *testing.T) {
+	const q = 3*bufferSize + 100 // index of the '\n' ending the long line
+	content := strings.Repeat("x", q) + "\ntail\n"
+	path := filepath.Join(t.TempDir(), "f")
+	writeFile(t, path, content)
+	src := Lines(path)
+	for _, start := range []int64{1, q - bufferSize, q - bufferSize + 1, q - bufferSize + 2, q - 1, q, q + 1} {
+		for end := max(start, q-2); end <= q+3; end++ {
+			var want []string
+			if start <= q+1 && q+1 < end { // the split holds the first byte of "tail"
+				want = []string{"tail"}
+			}
+			got := drain(t, newReader(t, src, []connector.Split{&FileSplit{Path: path, Start: start, End: end, Offset: start}}))
+			checkLines(t, got, want, fmt.Sprintf("split [%d,%d) with '\\n' at %d", start, end, q))
+		}
 	}
 }

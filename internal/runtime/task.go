@@ -84,6 +84,9 @@ type Task struct {
 	writers    []Writer
 	lifecycles []Lifecycle // registration order: tail of the chain first
 
+	// failed is set before the operators close after a failure, so that
+	// sinks discard instead of publish.
+	failed bool
 	// flushDue is raised by a source task's flush timer.
 	flushDue   atomic.Bool
 	recordsIn  atomic.Int64
@@ -110,6 +113,9 @@ func (t *Task) Attempt() int { return t.attempt }
 
 // Splits returns the source splits assigned to this subtask.
 func (t *Task) Splits() []connector.Split { return t.splits }
+
+// Failed reports, while the operators close, whether the task failed.
+func (t *Task) Failed() bool { return t.failed }
 
 // Mailbox accepts actions to run in the task's goroutine between two
 // records: timers and checkpoint triggers go through here.
@@ -149,6 +155,7 @@ func (t *Task) run(body func()) (err error) {
 		if r != nil {
 			err = t.failure(r)
 		}
+		t.failed = err != nil
 		// Close what was opened, head of the chain first; a close error
 		// matters only if nothing failed before.
 		for i := opened - 1; i >= 0; i-- {

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The project's test command: formatting, vet, the whole test suite, and
+# the race detector on the packages that run goroutines. CI runs exactly
+# this (.ci/run). Needs only Go.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:" $unformatted >&2
+	exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== go test"
+go test -count=1 -timeout 20m ./...
+
+echo "== go test -race (runtime packages)"
+go test -count=1 -race -timeout 20m ./internal/... ./stream/... ./connector/... ./codec/...
+
+echo "== all tests passed"
