@@ -46,32 +46,37 @@ func (ks *KeyedStream[K, T]) Stream() *Stream[T] { return ks.s }
 // result per key, when the input ends.
 func (ks *KeyedStream[K, T]) Reduce(fn func(acc, v T) T) *Stream[T] {
 	return addNode[T, T](ks.s, "reduce", "Reduce", oneInput(func(oc *runtime.OperatorContext, out runtime.Output[T]) (runtime.Output[T], error) {
-		op := &reduceOp[K, T]{oc: oc, key: ks.key, fn: fn, out: out, batch: oc.Batch, state: make(map[K]T)}
+		op := &reduceOp[K, T]{oc: oc, key: ks.key, fn: fn, out: out, batch: oc.Batch, state: make(map[K]*T)}
 		oc.Register(op)
 		return op, nil
 	}))
 }
 
 // reduceOp keeps the running result per key on the heap, keyed by the Go
-// key itself.
+// key itself. Values are held by pointer so that updating an existing key
+// costs one map lookup, not a lookup and an assignment.
 type reduceOp[K comparable, T any] struct {
 	oc    *runtime.OperatorContext
 	key   func(T) K
 	fn    func(T, T) T
 	out   runtime.Output[T]
 	batch bool
-	state map[K]T
+	state map[K]*T
 }
 
 func (r *reduceOp[K, T]) Emit(v T, ts int64) {
 	r.oc.Enter()
 	k := r.key(v)
-	if acc, ok := r.state[k]; ok {
-		v = r.fn(acc, v)
+	acc, ok := r.state[k]
+	if ok {
+		*acc = r.fn(*acc, v)
+	} else {
+		acc = new(T)
+		*acc = v
+		r.state[k] = acc
 	}
-	r.state[k] = v
 	if !r.batch {
-		r.out.Emit(v, ts)
+		r.out.Emit(*acc, ts)
 	}
 }
 
@@ -82,7 +87,7 @@ func (r *reduceOp[K, T]) Open() error { return nil }
 func (r *reduceOp[K, T]) Finish() error {
 	if r.batch {
 		for _, v := range r.state {
-			r.out.Emit(v, runtime.NoTimestamp)
+			r.out.Emit(*v, runtime.NoTimestamp)
 		}
 	}
 	return nil

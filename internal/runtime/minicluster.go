@@ -323,6 +323,11 @@ func (mc *MiniCluster) Submit(ctx context.Context, jg *graph.JobGraph) (*Job, er
 				return nil, fmt.Errorf("deploy %s: %w", ev.TaskName(), err)
 			}
 			g := [2]any{gates[gateKey{v.JobVertex.ID, ev.SubtaskIndex, 1}], gates[gateKey{v.JobVertex.ID, ev.SubtaskIndex, 2}]}
+			for _, gate := range g {
+				if gate != nil {
+					t.gates = append(t.gates, gate.(interface{ Buffered() int64 }))
+				}
+			}
 			job.tasks = append(job.tasks, t)
 			job.evs = append(job.evs, ev)
 			run := headNode.Ops.(*NodeOps).RunHead

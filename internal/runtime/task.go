@@ -91,7 +91,9 @@ type Task struct {
 	flushDue   atomic.Bool
 	recordsIn  atomic.Int64
 	recordsOut atomic.Int64
-	gates      []interface{ Buffered() int64 }
+	// gates are the task's input gates, set before the task starts; read
+	// by Metrics from other goroutines.
+	gates []interface{ Buffered() int64 }
 }
 
 // Name returns the subtask's display name, "vertex (i/n)".
@@ -279,7 +281,6 @@ func (v *valve) update(channel int, wm int64) (int64, bool) {
 
 // RunOneInput is the mailbox loop of a task whose head has one input.
 func RunOneInput[T any](t *Task, head Output[T], gate *InputGate[T]) error {
-	t.gates = append(t.gates, gate)
 	return t.run(func() {
 		tick, stop := t.flushTicker()
 		defer stop()
@@ -317,7 +318,6 @@ func RunOneInput[T any](t *Task, head Output[T], gate *InputGate[T]) error {
 
 // RunTwoInput is the mailbox loop of a task whose head has two inputs.
 func RunTwoInput[A, B any](t *Task, head TwoInput[A, B], g1 *InputGate[A], g2 *InputGate[B]) error {
-	t.gates = append(t.gates, g1, g2)
 	return t.run(func() {
 		tick, stop := t.flushTicker()
 		defer stop()
