@@ -45,38 +45,50 @@ func (ks *KeyedStream[K, T]) Stream() *Stream[T] { return ks.s }
 // streaming mode every new result is emitted; in batch mode only the final
 // result per key, when the input ends.
 func (ks *KeyedStream[K, T]) Reduce(fn func(acc, v T) T) *Stream[T] {
+	return ks.reduceInPlace(func(acc, v *T) { *acc = fn(*acc, *v) })
+}
+
+// reduceInPlace is Reduce with an update that modifies the accumulator in
+// place; the built-in aggregations use it so that nothing escapes to the
+// heap per record.
+func (ks *KeyedStream[K, T]) reduceInPlace(update func(acc, v *T)) *Stream[T] {
 	return addNode[T, T](ks.s, "reduce", "Reduce", oneInput(func(oc *runtime.OperatorContext, out runtime.Output[T]) (runtime.Output[T], error) {
-		op := &reduceOp[K, T]{oc: oc, key: ks.key, fn: fn, out: out, batch: oc.Batch, state: make(map[K]*T)}
+		op := &reduceOp[K, T]{oc: oc, key: ks.key, update: update, out: out, batch: oc.Batch, index: make(map[K]int32)}
 		oc.Register(op)
 		return op, nil
 	}))
 }
 
-// reduceOp keeps the running result per key on the heap, keyed by the Go
-// key itself. Values are held by pointer so that updating an existing key
-// costs one map lookup, not a lookup and an assignment.
+// reduceOp keeps the running result per key on the heap: a map from the
+// Go key itself to a slot in a dense slice of results, so that an update
+// hashes once and results stay contiguous.
 type reduceOp[K comparable, T any] struct {
-	oc    *runtime.OperatorContext
-	key   func(T) K
-	fn    func(T, T) T
-	out   runtime.Output[T]
-	batch bool
-	state map[K]*T
+	oc      *runtime.OperatorContext
+	key     func(T) K
+	update  func(acc, v *T)
+	out     runtime.Output[T]
+	batch   bool
+	index   map[K]int32
+	results []T
+	// scratch holds the incoming record, so that update can take its
+	// address without the record escaping to the heap.
+	scratch T
 }
 
 func (r *reduceOp[K, T]) Emit(v T, ts int64) {
 	r.oc.Enter()
 	k := r.key(v)
-	acc, ok := r.state[k]
+	i, ok := r.index[k]
 	if ok {
-		*acc = r.fn(*acc, v)
+		r.scratch = v
+		r.update(&r.results[i], &r.scratch)
 	} else {
-		acc = new(T)
-		*acc = v
-		r.state[k] = acc
+		i = int32(len(r.results))
+		r.results = append(r.results, v)
+		r.index[k] = i
 	}
 	if !r.batch {
-		r.out.Emit(*acc, ts)
+		r.out.Emit(r.results[i], ts)
 	}
 }
 
@@ -86,8 +98,8 @@ func (r *reduceOp[K, T]) Open() error { return nil }
 
 func (r *reduceOp[K, T]) Finish() error {
 	if r.batch {
-		for _, v := range r.state {
-			r.out.Emit(*v, runtime.NoTimestamp)
+		for _, v := range r.results {
+			r.out.Emit(v, runtime.NoTimestamp)
 		}
 	}
 	return nil
@@ -105,52 +117,45 @@ type Number interface {
 // Sum adds up the field that field points to, per key; the other fields
 // keep the values of the key's first record.
 func Sum[K comparable, T any, N Number](ks *KeyedStream[K, T], field func(*T) *N) *Stream[T] {
-	return ks.Reduce(func(acc, v T) T {
-		*field(&acc) += *field(&v)
-		return acc
-	}).Name("Sum")
+	return ks.reduceInPlace(func(acc, v *T) { *field(acc) += *field(v) }).Name("Sum")
 }
 
 // Min keeps the smallest value of the field per key; the other fields keep
 // the values of the key's first record.
 func Min[K comparable, T any, N cmp.Ordered](ks *KeyedStream[K, T], field func(*T) *N) *Stream[T] {
-	return ks.Reduce(func(acc, v T) T {
-		if *field(&v) < *field(&acc) {
-			*field(&acc) = *field(&v)
+	return ks.reduceInPlace(func(acc, v *T) {
+		if *field(v) < *field(acc) {
+			*field(acc) = *field(v)
 		}
-		return acc
 	}).Name("Min")
 }
 
 // Max keeps the largest value of the field per key; the other fields keep
 // the values of the key's first record.
 func Max[K comparable, T any, N cmp.Ordered](ks *KeyedStream[K, T], field func(*T) *N) *Stream[T] {
-	return ks.Reduce(func(acc, v T) T {
-		if *field(&v) > *field(&acc) {
-			*field(&acc) = *field(&v)
+	return ks.reduceInPlace(func(acc, v *T) {
+		if *field(v) > *field(acc) {
+			*field(acc) = *field(v)
 		}
-		return acc
 	}).Name("Max")
 }
 
 // MinBy keeps, per key, the whole record with the smallest field value (the
 // first one on ties).
 func MinBy[K comparable, T any, N cmp.Ordered](ks *KeyedStream[K, T], field func(*T) *N) *Stream[T] {
-	return ks.Reduce(func(acc, v T) T {
-		if *field(&v) < *field(&acc) {
-			return v
+	return ks.reduceInPlace(func(acc, v *T) {
+		if *field(v) < *field(acc) {
+			*acc = *v
 		}
-		return acc
 	}).Name("MinBy")
 }
 
 // MaxBy keeps, per key, the whole record with the largest field value (the
 // first one on ties).
 func MaxBy[K comparable, T any, N cmp.Ordered](ks *KeyedStream[K, T], field func(*T) *N) *Stream[T] {
-	return ks.Reduce(func(acc, v T) T {
-		if *field(&v) > *field(&acc) {
-			return v
+	return ks.reduceInPlace(func(acc, v *T) {
+		if *field(v) > *field(acc) {
+			*acc = *v
 		}
-		return acc
 	}).Name("MaxBy")
 }
