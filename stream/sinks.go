@@ -153,6 +153,8 @@ func (p *printWriter[T]) Close() error { return nil }
 // Collected holds what a Collect sink received, for tests and small jobs
 // run in this process.
 type Collected[T any] struct {
+	// Sink is the collect sink's handle, for its settings.
+	*Sink
 	mu    sync.Mutex
 	parts [][]T
 }
@@ -161,7 +163,7 @@ type Collected[T any] struct {
 // Values after the job ends.
 func Collect[T any](s *Stream[T]) *Collected[T] {
 	c := &Collected[T]{}
-	SinkTo[T](s, &collectSink[T]{c: c}, "Collect")
+	c.Sink = SinkTo[T](s, &collectSink[T]{c: c}, "Collect")
 	return c
 }
 
