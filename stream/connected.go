@@ -3,7 +3,6 @@ package stream
 import (
 	"fmt"
 
-	"github.com/weirproject/weir/internal/graph"
 	"github.com/weirproject/weir/internal/runtime"
 )
 
@@ -64,26 +63,12 @@ func (c coFuncs[A, B, U]) ProcessElement2(v B, ctx *Context, out Collector[U]) e
 }
 
 func addTwoInput[A, B, U any](cs *ConnectedStreams[A, B], kind, name string, fn CoProcessFunction[A, B, U]) *Stream[U] {
-	env := cs.a.env
-	ops := &runtime.NodeOps{
-		NewOperator: func(oc *runtime.OperatorContext, out any) (any, error) {
-			o, _ := out.(runtime.Output[U])
-			if o == nil {
-				o = discardOutput[U]{}
-			}
-			op := &coProcessOp[A, B, U]{oc: oc, fn: instance(fn), ctx: Context{oc: oc, ts: runtime.NoTimestamp}}
-			op.col.oc, op.col.out = oc, o
-			oc.Register(op)
-			return op, nil
-		},
-		RunHead: func(t *runtime.Task, head any, gates [2]any) error {
-			return runtime.RunTwoInput(t, head.(runtime.TwoInput[A, B]), gates[0].(*runtime.InputGate[A]), gates[1].(*runtime.InputGate[B]))
-		},
-	}
-	n := env.graph.AddNode(&graph.StreamNode{Kind: kind, Name: name, Inputs: 2, Ops: ops})
-	connectInput(cs.a, n, 1)
-	connectInput(cs.b, n, 2)
-	return newStream[U](env, n)
+	return TransformTwoInput(cs, kind, name, func(oc *runtime.OperatorContext, out runtime.Output[U]) (runtime.TwoInput[A, B], error) {
+		op := &coProcessOp[A, B, U]{oc: oc, fn: instance(fn), ctx: Context{oc: oc, ts: runtime.NoTimestamp}}
+		op.col.oc, op.col.out = oc, out
+		oc.Register(op)
+		return op, nil
+	})
 }
 
 type coProcessOp[A, B, U any] struct {

@@ -35,6 +35,7 @@ type Environment struct {
 	plan   string // "", "text" or "json"
 	out    io.Writer
 	logger *slog.Logger
+	clock  runtime.Clock
 }
 
 // Flags are the standard flags every job program accepts.
@@ -169,6 +170,13 @@ func (env *Environment) SetLogger(l *slog.Logger) *Environment {
 	return env
 }
 
+// SetClock replaces the processing-time clock of every task, for tests
+// (runtime.NewManualClock).
+func (env *Environment) SetClock(c runtime.Clock) *Environment {
+	env.clock = c
+	return env
+}
+
 // SetOutput redirects what Print sinks and --plan write (default stdout).
 func (env *Environment) SetOutput(w io.Writer) *Environment {
 	env.out = w
@@ -259,7 +267,7 @@ func (env *Environment) ExecuteAsync(ctx context.Context, jobName string) (*JobC
 }
 
 func (env *Environment) submit(ctx context.Context, jg *graph.JobGraph) (*runtime.Job, error) {
-	mc := &runtime.MiniCluster{Config: env.cfg, Logger: env.logger}
+	mc := &runtime.MiniCluster{Config: env.cfg, Logger: env.logger, Clock: env.clock}
 	return mc.Submit(ctx, jg)
 }
 

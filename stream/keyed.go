@@ -37,6 +37,9 @@ func KeyBy[T any, K comparable](s *Stream[T], key func(T) K) *KeyedStream[K, T] 
 	return &KeyedStream[K, T]{s: out, key: key, hasher: hasher}
 }
 
+// KeySelector returns the function that extracts the key.
+func (ks *KeyedStream[K, T]) KeySelector() func(T) K { return ks.key }
+
 // Stream returns the keyed stream as a plain stream, still hash
 // partitioned for the next operator.
 func (ks *KeyedStream[K, T]) Stream() *Stream[T] { return ks.s }

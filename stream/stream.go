@@ -262,3 +262,42 @@ type discardOutput[T any] struct{}
 
 func (discardOutput[T]) Emit(T, int64)       {}
 func (discardOutput[T]) EmitWatermark(int64) {}
+
+// Transform adds a custom one-input operator: newOp receives the
+// operator's context and its output and returns its input. It is how the
+// window and join operators are built; kind and name appear in plans and
+// errors. The operator's input is keyed if s came from a KeyedStream.
+func Transform[In, Out any](s *Stream[In], kind, name string, newOp func(oc *runtime.OperatorContext, out runtime.Output[Out]) (runtime.Output[In], error)) *Stream[Out] {
+	return addNode[In, Out](s, kind, name, oneInput(newOp))
+}
+
+// TransformTwoInput adds a custom two-input operator; newOp returns a
+// runtime.TwoInput[A, B].
+func TransformTwoInput[A, B, Out any](cs *ConnectedStreams[A, B], kind, name string, newOp func(oc *runtime.OperatorContext, out runtime.Output[Out]) (runtime.TwoInput[A, B], error)) *Stream[Out] {
+	env := cs.a.env
+	ops := &runtime.NodeOps{
+		NewOperator: func(oc *runtime.OperatorContext, out any) (any, error) {
+			o, _ := out.(runtime.Output[Out])
+			if o == nil {
+				o = discardOutput[Out]{}
+			}
+			return newOp(oc, o)
+		},
+		RunHead: func(t *runtime.Task, head any, gates [2]any) error {
+			return runtime.RunTwoInput(t, head.(runtime.TwoInput[A, B]), gates[0].(*runtime.InputGate[A]), gates[1].(*runtime.InputGate[B]))
+		},
+	}
+	n := env.graph.AddNode(&graph.StreamNode{Kind: kind, Name: name, Inputs: 2, Ops: ops})
+	connectInput(cs.a, n, 1)
+	connectInput(cs.b, n, 2)
+	return newStream[Out](env, n)
+}
+
+// SideOutputOf returns the runtime output of a side-output tag in an
+// operator built with Transform (nil when nobody consumes it).
+func SideOutputOf[X any](oc *runtime.OperatorContext, tag OutputTag[X]) runtime.Output[X] {
+	if out, ok := oc.SideOutputs[tag.id]; ok {
+		return out.(runtime.Output[X])
+	}
+	return nil
+}

@@ -17,6 +17,9 @@ import (
 type MiniCluster struct {
 	Config *config.Configuration
 	Logger *slog.Logger
+	// Clock is the processing-time clock of every task; nil means the
+	// wall clock. Tests use a ManualClock.
+	Clock Clock
 }
 
 // Slot is a task slot of the mini cluster; with slot sharing, one slot
@@ -253,6 +256,7 @@ func (mc *MiniCluster) Submit(ctx context.Context, jg *graph.JobGraph) (*Job, er
 				bufferTimeout: bufferTimeout,
 				serialize:     serialize,
 				mailbox:       make(chan func(), 16),
+				clock:         mc.Clock,
 				head:          &OperatorInfo{Node: headNode.ID, Kind: headNode.Kind, Name: headNode.Name},
 			}
 			if assigned := splits[v.JobVertex.ID]; assigned != nil {

@@ -76,6 +76,8 @@ type Task struct {
 	splits        []connector.Split
 
 	mailbox chan func()
+	clock   Clock
+	pts     *ProcessingTimeService
 	// current is the operator running user code right now; a panic or a
 	// user error is attributed to it.
 	current *OperatorInfo
@@ -115,6 +117,18 @@ func (t *Task) Attempt() int { return t.attempt }
 
 // Splits returns the source splits assigned to this subtask.
 func (t *Task) Splits() []connector.Split { return t.splits }
+
+// ProcessingTime returns the task's processing-time service.
+func (t *Task) ProcessingTime() *ProcessingTimeService {
+	if t.pts == nil {
+		clock := t.clock
+		if clock == nil {
+			clock = WallClock{}
+		}
+		t.pts = &ProcessingTimeService{task: t, clock: clock, stops: make(map[int64]func() bool)}
+	}
+	return t.pts
+}
 
 // Failed reports, while the operators close, whether the task failed.
 func (t *Task) Failed() bool { return t.failed }
@@ -158,6 +172,9 @@ func (t *Task) run(body func()) (err error) {
 			err = t.failure(r)
 		}
 		t.failed = err != nil
+		if t.pts != nil {
+			t.pts.stopAll()
+		}
 		// Close what was opened, head of the chain first; a close error
 		// matters only if nothing failed before.
 		for i := opened - 1; i >= 0; i-- {
