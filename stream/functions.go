@@ -116,7 +116,8 @@ func (m *mapOp[T, U]) Emit(v T, ts int64) {
 	m.out.Emit(m.fn(v), ts)
 }
 
-func (m *mapOp[T, U]) EmitWatermark(wm int64) { m.out.EmitWatermark(wm) }
+func (m *mapOp[T, U]) EmitWatermark(wm int64)        { m.out.EmitWatermark(wm) }
+func (m *mapOp[T, U]) EmitWatermarkStatus(idle bool) { runtime.EmitStatus(m.out, idle) }
 
 // FlatMap calls fn for every record; fn emits any number of records.
 func FlatMap[T, U any](s *Stream[T], fn func(v T, out Collector[U])) *Stream[U] {
@@ -153,7 +154,8 @@ func (f *flatMapOp[T, U]) Emit(v T, ts int64) {
 	f.fn(v, &f.col)
 }
 
-func (f *flatMapOp[T, U]) EmitWatermark(wm int64) { f.col.out.EmitWatermark(wm) }
+func (f *flatMapOp[T, U]) EmitWatermark(wm int64)        { f.col.out.EmitWatermark(wm) }
+func (f *flatMapOp[T, U]) EmitWatermarkStatus(idle bool) { runtime.EmitStatus(f.col.out, idle) }
 
 // Filter keeps the records for which keep returns true.
 func (s *Stream[T]) Filter(keep func(T) bool) *Stream[T] {
@@ -175,7 +177,8 @@ func (f *filterOp[T]) Emit(v T, ts int64) {
 	}
 }
 
-func (f *filterOp[T]) EmitWatermark(wm int64) { f.out.EmitWatermark(wm) }
+func (f *filterOp[T]) EmitWatermark(wm int64)        { f.out.EmitWatermark(wm) }
+func (f *filterOp[T]) EmitWatermarkStatus(idle bool) { runtime.EmitStatus(f.out, idle) }
 
 // Process applies a process function. An error it returns fails the job
 // with an error naming the operator and the subtask.
@@ -203,7 +206,8 @@ func (p *processOp[T, U]) Emit(v T, ts int64) {
 	}
 }
 
-func (p *processOp[T, U]) EmitWatermark(wm int64) { p.col.out.EmitWatermark(wm) }
+func (p *processOp[T, U]) EmitWatermark(wm int64)        { p.col.out.EmitWatermark(wm) }
+func (p *processOp[T, U]) EmitWatermarkStatus(idle bool) { runtime.EmitStatus(p.col.out, idle) }
 
 func (p *processOp[T, U]) Open() error {
 	return openFunction(p.oc, p.fn, &p.ctx)

@@ -95,7 +95,8 @@ func (r *reduceOp[K, T]) Emit(v T, ts int64) {
 	}
 }
 
-func (r *reduceOp[K, T]) EmitWatermark(wm int64) { r.out.EmitWatermark(wm) }
+func (r *reduceOp[K, T]) EmitWatermark(wm int64)        { r.out.EmitWatermark(wm) }
+func (r *reduceOp[K, T]) EmitWatermarkStatus(idle bool) { runtime.EmitStatus(r.out, idle) }
 
 func (r *reduceOp[K, T]) Open() error { return nil }
 

@@ -158,7 +158,7 @@ func encodeBuffer[T any](c codec.Codec[T], dst []byte, b *Buffer[T]) ([]byte, er
 		dst = codec.AppendSlice(codec.Int64, dst, b.Timestamps)
 	case EventWatermark:
 		dst = codec.Int64.Append(dst, b.Event.Watermark)
-	case EventEndOfPartition:
+	case EventEndOfPartition, EventIdle, EventActive:
 	default:
 		return nil, fmt.Errorf("runtime: cannot encode event kind %d", b.Event.Kind)
 	}
@@ -188,7 +188,7 @@ func decodeBuffer[T any](c codec.Codec[T], src []byte, b *Buffer[T]) error {
 		if b.Event.Watermark, _, err = codec.Int64.Decode(src); err != nil {
 			return fmt.Errorf("runtime: decode watermark: %w", err)
 		}
-	case EventEndOfPartition:
+	case EventEndOfPartition, EventIdle, EventActive:
 	default:
 		return fmt.Errorf("runtime: unknown event kind %d: %w", b.Event.Kind, codec.ErrCorrupt)
 	}

@@ -261,39 +261,93 @@ func (t *Task) flushTicker() (<-chan time.Time, func()) {
 	return tk.C, tk.Stop
 }
 
-// valve tracks the watermark of every input channel; the task's watermark
-// is the minimum over the channels that have not ended.
+// valve tracks the watermark and status of every input channel. The
+// task's watermark is the minimum over the channels that are active (not
+// idle, not ended); it never goes back. When every channel is idle the
+// task is idle.
 type valve struct {
 	channels []int64
+	idle     []bool
 	current  int64
+	isIdle   bool
 }
 
 func newValve(n int) *valve {
-	v := &valve{channels: make([]int64, n), current: NoTimestamp}
+	v := &valve{channels: make([]int64, n), idle: make([]bool, n), current: NoTimestamp}
 	for i := range v.channels {
 		v.channels[i] = NoTimestamp
 	}
 	return v
 }
 
-// update sets a channel's watermark and reports the new minimum if it
-// advanced.
+// update sets a channel's watermark; it reports the new task watermark if
+// it advanced.
 func (v *valve) update(channel int, wm int64) (int64, bool) {
-	if wm <= v.channels[channel] {
-		return 0, false
+	if wm > v.channels[channel] {
+		v.channels[channel] = wm
 	}
-	v.channels[channel] = wm
-	min := MaxWatermark
-	for _, w := range v.channels {
+	return v.advance()
+}
+
+func (v *valve) advance() (int64, bool) {
+	min, any := MaxWatermark, false
+	for i, w := range v.channels {
+		if v.idle[i] {
+			continue
+		}
+		any = true
 		if w < min {
 			min = w
 		}
 	}
-	if min > v.current {
+	if any && min > v.current {
 		v.current = min
 		return min, true
 	}
 	return 0, false
+}
+
+// end marks a finished channel: it no longer holds the watermark back.
+func (v *valve) end(channel int) (int64, bool) { return v.update(channel, MaxWatermark) }
+
+// setIdle changes a channel's status. It reports a change of the task's
+// status, and a watermark that advanced because an idle channel stopped
+// holding it back.
+func (v *valve) setIdle(channel int, idle bool) (statusChanged bool, wm int64, advanced bool) {
+	v.idle[channel] = idle
+	all := true
+	for _, i := range v.idle {
+		all = all && i
+	}
+	statusChanged = all != v.isIdle
+	v.isIdle = all
+	wm, advanced = v.advance()
+	return
+}
+
+// handleEvent applies an in-band event to the valve and passes what
+// changed to the head; it reports whether the channel ended.
+func handleEvent(v *valve, b Event, channel int, head interface{ EmitWatermark(int64) }) (ended bool) {
+	switch b.Kind {
+	case EventWatermark:
+		if wm, ok := v.update(channel, b.Watermark); ok {
+			head.EmitWatermark(wm)
+		}
+	case EventIdle, EventActive:
+		changed, wm, ok := v.setIdle(channel, b.Kind == EventIdle)
+		if ok {
+			head.EmitWatermark(wm)
+		}
+		if changed {
+			EmitStatus(head, v.isIdle)
+		}
+	case EventEndOfPartition:
+		if wm, ok := v.end(channel); ok {
+			head.EmitWatermark(wm)
+		}
+		return true
+	}
+	return false
 }
 
 // RunOneInput is the mailbox loop of a task whose head has one input.
@@ -312,12 +366,10 @@ func RunOneInput[T any](t *Task, head Output[T], gate *InputGate[T]) error {
 						head.Emit(r, b.Timestamps[i])
 					}
 					t.recordsIn.Add(int64(len(b.Records)))
-				case EventWatermark:
-					if wm, ok := v.update(b.Channel, b.Event.Watermark); ok {
-						head.EmitWatermark(wm)
+				default:
+					if handleEvent(v, b.Event, b.Channel, head) {
+						open--
 					}
-				case EventEndOfPartition:
-					open--
 				}
 				gate.Recycle(b)
 			case f := <-t.mailbox:
@@ -333,60 +385,93 @@ func RunOneInput[T any](t *Task, head Output[T], gate *InputGate[T]) error {
 	})
 }
 
+// twoInputWatermarks combines the watermarks and statuses of the two
+// inputs of a two-input task: the minimum over the inputs that are not
+// idle.
+type twoInputWatermarks struct {
+	head     interface{ EmitWatermark(int64) }
+	wm       [2]int64
+	idle     [2]bool
+	combined int64
+	isIdle   bool
+}
+
+func (c *twoInputWatermarks) set(input int, wm int64) {
+	c.wm[input] = wm
+	c.advance()
+}
+
+func (c *twoInputWatermarks) setIdle(input int, idle bool) {
+	c.idle[input] = idle
+	c.advance()
+	if all := c.idle[0] && c.idle[1]; all != c.isIdle {
+		c.isIdle = all
+		EmitStatus(c.head, all)
+	}
+}
+
+func (c *twoInputWatermarks) advance() {
+	m, any := MaxWatermark, false
+	for i := range c.wm {
+		if !c.idle[i] {
+			any = true
+			m = min(m, c.wm[i])
+		}
+	}
+	if any && m > c.combined {
+		c.combined = m
+		c.head.EmitWatermark(m)
+	}
+}
+
+// inputSide adapts one input's valve output to the combined watermark.
+type inputSide struct {
+	c     *twoInputWatermarks
+	input int
+}
+
+func (s inputSide) EmitWatermark(wm int64)        { s.c.set(s.input, wm) }
+func (s inputSide) EmitWatermarkStatus(idle bool) { s.c.setIdle(s.input, idle) }
+
 // RunTwoInput is the mailbox loop of a task whose head has two inputs.
 func RunTwoInput[A, B any](t *Task, head TwoInput[A, B], g1 *InputGate[A], g2 *InputGate[B]) error {
 	return t.run(func() {
 		tick, stop := t.flushTicker()
 		defer stop()
+		combined := &twoInputWatermarks{head: head, wm: [2]int64{NoTimestamp, NoTimestamp}, combined: NoTimestamp}
+		side1, side2 := inputSide{combined, 0}, inputSide{combined, 1}
 		v1, v2 := newValve(g1.NumChannels()), newValve(g2.NumChannels())
-		wm1, wm2, combined := NoTimestamp, NoTimestamp, NoTimestamp
-		advance := func() {
-			if m := min(wm1, wm2); m > combined {
-				combined = m
-				head.EmitWatermark(m)
-			}
-		}
 		open1, open2 := g1.NumChannels(), g2.NumChannels()
 		q1, q2 := g1.queue, g2.queue
 		if open1 == 0 {
-			q1, wm1 = nil, MaxWatermark
+			q1 = nil
+			combined.wm[0] = MaxWatermark
 		}
 		if open2 == 0 {
-			q2, wm2 = nil, MaxWatermark
+			q2 = nil
+			combined.wm[1] = MaxWatermark
 		}
 		for q1 != nil || q2 != nil {
 			select {
 			case b := <-q1:
-				switch b.Event.Kind {
-				case eventNone:
+				if b.Event.Kind == eventNone {
 					for i, r := range b.Records {
 						head.Emit1(r, b.Timestamps[i])
 					}
 					t.recordsIn.Add(int64(len(b.Records)))
-				case EventWatermark:
-					if wm, ok := v1.update(b.Channel, b.Event.Watermark); ok {
-						wm1 = wm
-						advance()
-					}
-				case EventEndOfPartition:
+				} else if handleEvent(v1, b.Event, b.Channel, side1) {
 					if open1--; open1 == 0 {
 						q1 = nil
 					}
 				}
 				g1.Recycle(b)
 			case b := <-q2:
-				switch b.Event.Kind {
-				case eventNone:
+				if b.Event.Kind == eventNone {
 					for i, r := range b.Records {
 						head.Emit2(r, b.Timestamps[i])
 					}
 					t.recordsIn.Add(int64(len(b.Records)))
-				case EventWatermark:
-					if wm, ok := v2.update(b.Channel, b.Event.Watermark); ok {
-						wm2 = wm
-						advance()
-					}
-				case EventEndOfPartition:
+				} else if handleEvent(v2, b.Event, b.Channel, side2) {
 					if open2--; open2 == 0 {
 						q2 = nil
 					}

@@ -29,6 +29,21 @@ type Output[T any] interface {
 	EmitWatermark(wm int64)
 }
 
+// StatusOutput is implemented by outputs that pass on watermark status:
+// an idle input (a source split or channel without data) must not hold
+// back the watermark downstream. Operators that do not implement it stop
+// the status, which is safe: they keep the last watermark.
+type StatusOutput interface {
+	EmitWatermarkStatus(idle bool)
+}
+
+// EmitStatus passes a watermark status to out if it takes one.
+func EmitStatus(out any, idle bool) {
+	if s, ok := out.(StatusOutput); ok {
+		s.EmitWatermarkStatus(idle)
+	}
+}
+
 // TwoInput is the head of a chain with two logical inputs (Connect).
 type TwoInput[A, B any] interface {
 	Emit1(v A, ts int64)
@@ -60,6 +75,9 @@ const (
 	EventEndOfPartition
 	// EventWatermark carries a watermark.
 	EventWatermark
+	// EventIdle and EventActive carry a watermark status change.
+	EventIdle
+	EventActive
 )
 
 // Event is an in-band event. Events travel on the same channel as records,

@@ -150,6 +150,16 @@ func (w *RecordWriter[T]) broadcastEvent(e Event) {
 	}
 }
 
+// EmitWatermarkStatus tells every channel that this producer became idle
+// or active.
+func (w *RecordWriter[T]) EmitWatermarkStatus(idle bool) {
+	if idle {
+		w.broadcastEvent(Event{Kind: EventIdle})
+	} else {
+		w.broadcastEvent(Event{Kind: EventActive})
+	}
+}
+
 // Flush sends every non-empty pending buffer.
 func (w *RecordWriter[T]) Flush() {
 	for c, b := range w.pending {
@@ -177,6 +187,12 @@ func (f fanOut[T]) Emit(v T, ts int64) {
 func (f fanOut[T]) EmitWatermark(wm int64) {
 	for _, o := range f {
 		o.EmitWatermark(wm)
+	}
+}
+
+func (f fanOut[T]) EmitWatermarkStatus(idle bool) {
+	for _, o := range f {
+		EmitStatus(o, idle)
 	}
 }
 

@@ -1,0 +1,393 @@
+package stream_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirproject/weir/internal/runtime"
+	"github.com/weirproject/weir/state"
+	"github.com/weirproject/weir/stream"
+)
+
+// probe passes records on as "v@ts" and reports every watermark it
+// receives as "wm:N" (or "wm:max"), in order.
+func probe[T any](s *stream.Stream[T]) *stream.Stream[string] {
+	return stream.Transform(s, "probe", "probe", func(oc *runtime.OperatorContext, out runtime.Output[string]) (runtime.Output[T], error) {
+		return &probeOp[T]{out: out}, nil
+	})
+}
+
+type probeOp[T any] struct{ out runtime.Output[string] }
+
+func (p *probeOp[T]) Emit(v T, ts int64) { p.out.Emit(fmt.Sprintf("%v@%d", v, ts), ts) }
+func (p *probeOp[T]) EmitWatermark(wm int64) {
+	if wm == runtime.MaxWatermark {
+		p.out.Emit("wm:max", wm)
+	} else {
+		p.out.Emit(fmt.Sprintf("wm:%d", wm), wm)
+	}
+	p.out.EmitWatermark(wm)
+}
+
+type event struct {
+	Key string
+	TS  int64
+}
+
+func events(tss ...int64) []event {
+	out := make([]event, len(tss))
+	for i, ts := range tss {
+		out[i] = event{"k", ts}
+	}
+	return out
+}
+
+func TestBoundedOutOfOrdernessPerEvent(t *testing.T) {
+	env := newEnv(t, 1)
+	src := stream.FromSlice(env, events(1000, 3000, 2000, 5000, 4000))
+	ts := src.AssignTimestampsAndWatermarks(stream.ForBoundedOutOfOrderness[event](1500 * time.Millisecond).
+		WithTimestampAssigner(func(e event, _ int64) int64 { return e.TS }).WithWatermarkPerEvent())
+	got := stream.Collect(probe(ts))
+	if err := env.Execute(context.Background(), "wm"); err != nil {
+		t.Fatal(err)
+	}
+	// max seen − 1500 − 1 after each element; non-advancing ones are not
+	// emitted; the end of input emits the maximum watermark.
+	want := []string{"{k 1000}@1000", "wm:-501", "{k 3000}@3000", "wm:1499", "{k 2000}@2000", "{k 5000}@5000", "wm:3499", "{k 4000}@4000", "wm:max"}
+	if g := got.Values(); !slices.Equal(g, want) {
+		t.Fatalf("got %q\nwant %q", g, want)
+	}
+}
+
+func TestPeriodicWatermarksUnderAManualClock(t *testing.T) {
+	clock := runtime.NewManualClock(0)
+	env := newEnv(t, 1, "pipeline.auto-watermark-interval", "200 ms").SetClock(clock)
+	// An endless source that emits timestamps 0, 10, 20, ... and then
+	// nothing: watermarks only come from the periodic timer.
+	src := stream.FromSource[int64](env, &stream.Generator[int64]{Count: 100, Fn: func(i int64) int64 { return i * 10 }}, "ts")
+	ts := src.AssignTimestampsAndWatermarks(stream.ForMonotonousTimestamps[int64]().WithTimestampAssigner(func(v, _ int64) int64 { return v }))
+	seen := make(chan string, 1000)
+	stream.Collect(stream.Map(probe(ts), func(s string) string {
+		if strings.HasPrefix(s, "wm:") {
+			seen <- s
+		}
+		return s
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	job, err := env.ExecuteAsync(ctx, "periodic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-job.Done()
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	// The bounded source ended before the clock moved: only the final
+	// watermark came.
+	close(seen)
+	var wms []string
+	for s := range seen {
+		wms = append(wms, s)
+	}
+	if !slices.Equal(wms, []string{"wm:max"}) {
+		t.Fatalf("watermarks = %v", wms)
+	}
+}
+
+// TestPeriodicEmission drives an unbounded stream and moves the manual
+// clock: each interval emits max timestamp − 1.
+func TestPeriodicEmission(t *testing.T) {
+	clock := runtime.NewManualClock(0)
+	env := newEnv(t, 1, "pipeline.auto-watermark-interval", "200 ms").SetClock(clock)
+	src := stream.FromSource[int64](env, &stream.Generator[int64]{Count: -1, Fn: func(i int64) int64 {
+		if i < 50 {
+			return i * 10
+		}
+		time.Sleep(time.Millisecond)
+		return 0 // out-of-order stragglers, they do not lower the watermark
+	}}, "ts")
+	ts := src.AssignTimestampsAndWatermarks(stream.ForMonotonousTimestamps[int64]().WithTimestampAssigner(func(v, _ int64) int64 { return v }))
+	seen := make(chan string, 100)
+	stream.Collect(stream.Map(probe(ts).Rebalance(), func(s string) string {
+		if strings.HasPrefix(s, "wm:") {
+			select {
+			case seen <- s:
+			default:
+			}
+		}
+		return s
+	}).Filter(func(string) bool { return false }))
+	ctx, cancel := context.WithCancel(context.Background())
+	job, err := env.ExecuteAsync(ctx, "periodic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	deadline := time.After(5 * time.Second)
+	for got != "wm:489" {
+		clock.Advance(200 * time.Millisecond)
+		select {
+		case got = <-seen:
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("no watermark 489 after 5s; last %q", got)
+		}
+	}
+	cancel()
+	if err := job.Wait(); !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+}
+
+func TestWatermarkIsTheMinimumOverChannels(t *testing.T) {
+	env := newEnv(t, 1)
+	// Two sources with their own watermarks meet in a union: the
+	// downstream watermark follows the slower one.
+	a := stream.FromSlice(env, events(1000, 2000, 3000)).AssignTimestampsAndWatermarks(
+		stream.ForMonotonousTimestamps[event]().WithTimestampAssigner(func(e event, _ int64) int64 { return e.TS }).WithWatermarkPerEvent())
+	b := stream.FromSlice(env, events(100, 200)).AssignTimestampsAndWatermarks(
+		stream.ForMonotonousTimestamps[event]().WithTimestampAssigner(func(e event, _ int64) int64 { return e.TS }).WithWatermarkPerEvent())
+	got := stream.Collect(probe(stream.Union(a, b)))
+	if err := env.Execute(context.Background(), "union"); err != nil {
+		t.Fatal(err)
+	}
+	var wms []int64
+	for _, s := range got.Values() {
+		if strings.HasPrefix(s, "wm:") && s != "wm:max" {
+			var n int64
+			fmt.Sscanf(s, "wm:%d", &n)
+			wms = append(wms, n)
+		}
+	}
+	if !slices.IsSorted(wms) {
+		t.Fatalf("watermarks went back: %v", wms)
+	}
+	// Until b ends, nothing above b's 199 can be emitted; after it ends
+	// only a holds the watermark.
+	for i, w := range wms {
+		if w > 199 && !slices.Contains(wms[:i], 199) && w != 2999 {
+			t.Fatalf("watermark %d before the slower input reached 199: %v", w, wms)
+		}
+	}
+	if last := got.Values()[len(got.Values())-1]; last != "wm:max" {
+		t.Fatalf("last = %q", last)
+	}
+}
+
+func TestTwoInputWatermarkIsTheMinimumOfTheInputs(t *testing.T) {
+	env := newEnv(t, 1)
+	// The second input stays open (endless, no watermark), so the first
+	// input's watermarks must not pass the connect operator.
+	a := stream.FromSlice(env, events(1000, 2000)).AssignTimestampsAndWatermarks(
+		stream.ForMonotonousTimestamps[event]().WithTimestampAssigner(func(e event, _ int64) int64 { return e.TS }).WithWatermarkPerEvent())
+	b := stream.FromSource[int64](env, &stream.Generator[int64]{Count: -1, Fn: func(i int64) int64 { time.Sleep(time.Millisecond); return i }}, "slow")
+	m := stream.CoMap(stream.Connect(a, b), func(e event) string { return e.Key }, func(int64) string { return "b" })
+	seen := make(chan string, 10)
+	stream.Collect(stream.Map(probe(m), func(s string) string {
+		if strings.HasPrefix(s, "wm:") {
+			seen <- s
+		}
+		return s
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if err := env.Execute(ctx, "connect"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal(err)
+	}
+	close(seen)
+	for s := range seen {
+		t.Fatalf("a watermark passed while the second input held it back: %s", s)
+	}
+}
+
+func TestIdleInputDoesNotHoldBackTheWatermark(t *testing.T) {
+	clock := runtime.NewManualClock(0)
+	// Two source subtasks; the second only generates odd numbers, which
+	// the filter drops, so its watermark assigner never sees a record.
+	// Without idleness the downstream watermark would wait for it forever.
+	env2 := newEnv(t, 2, "pipeline.auto-watermark-interval", "100 ms").SetClock(clock)
+	gen := stream.FromSource[int64](env2, &stream.Generator[int64]{Count: -1, Fn: func(i int64) int64 {
+		time.Sleep(time.Millisecond)
+		return i
+	}}, "gen")
+	even := gen.Filter(func(v int64) bool { return v%2 == 0 })
+	wm := even.AssignTimestampsAndWatermarks(stream.ForMonotonousTimestamps[int64]().
+		WithTimestampAssigner(func(v, _ int64) int64 { return v }).WithIdleness(time.Second))
+	seen := make(chan string, 100)
+	stream.Collect(stream.Map(probe(wm).SetParallelism(1), func(s string) string {
+		if strings.HasPrefix(s, "wm:") {
+			select {
+			case seen <- s:
+			default:
+			}
+		}
+		return s
+	}).SetParallelism(1).Filter(func(string) bool { return false }).SetParallelism(1))
+	ctx, cancel := context.WithCancel(context.Background())
+	job, err := env2.ExecuteAsync(ctx, "idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(5 * time.Second)
+	got := ""
+	for got == "" {
+		clock.Advance(100 * time.Millisecond)
+		select {
+		case got = <-seen:
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("the idle subtask held the watermark back")
+		}
+	}
+	cancel()
+	if err := job.Wait(); !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+}
+
+// sessionizer closes a key's session after gap of event time without
+// activity and emits "key:count".
+type sessionizer struct {
+	gap   int64
+	count state.ValueState[int64]
+	end   state.ValueState[int64]
+}
+
+func (s *sessionizer) Open(ctx *stream.KeyedContext[string]) error {
+	s.count = state.Value[int64](ctx.State(), "count", 0)
+	s.end = state.Value[int64](ctx.State(), "end", math.MinInt64)
+	return nil
+}
+
+func (s *sessionizer) ProcessElement(e event, ctx *stream.KeyedContext[string], out stream.Collector[string]) error {
+	ts, _ := ctx.Timestamp()
+	if end, ok := s.end.Value(); ok {
+		ctx.DeleteEventTimeTimer(end)
+		if ts >= end {
+			// The watermark lags the element: close the expired session
+			// before this element opens a new one.
+			if err := s.OnTimer(end, ctx, out); err != nil {
+				return err
+			}
+		}
+	}
+	n, _ := s.count.Value()
+	s.count.Update(n + 1)
+	s.end.Update(ts + s.gap)
+	ctx.RegisterEventTimeTimer(ts + s.gap)
+	return nil
+}
+
+func (s *sessionizer) OnTimer(ts int64, ctx *stream.KeyedContext[string], out stream.Collector[string]) error {
+	n, _ := s.count.Value()
+	out.Collect(fmt.Sprintf("%s:%d@%d", ctx.CurrentKey(), n, ts))
+	s.count.Clear()
+	s.end.Clear()
+	return nil
+}
+
+func TestKeyedProcessEventTimeTimers(t *testing.T) {
+	in := []event{{"a", 0}, {"b", 5}, {"a", 50}, {"a", 200}, {"b", 90}, {"a", 400}, {"c", 1000}}
+	// gap 100, out-of-orderness 100: a's sessions {0,50} end at 150,
+	// {200} at 300, {400} at 500; b {5,90} at 190; c {1000} at 1100.
+	want := []string{"a:1@300", "a:1@500", "a:2@150", "b:2@190", "c:1@1100"}
+	for _, p := range []int{1, 2, 4} {
+		env := newEnv(t, p)
+		src := stream.FromSlice(env, in).SetParallelism(1).AssignTimestampsAndWatermarks(
+			stream.ForBoundedOutOfOrderness[event](100*time.Millisecond).WithTimestampAssigner(func(e event, _ int64) int64 { return e.TS }).WithWatermarkPerEvent()).SetParallelism(1)
+		ks := stream.KeyBy(src, func(e event) string { return e.Key })
+		got := stream.Collect(stream.KeyedProcess[string, event, string](ks, &sessionizer{gap: 100}))
+		if err := env.Execute(context.Background(), "sessions"); err != nil {
+			t.Fatal(err)
+		}
+		if g := sorted(got.Values(), strings.Compare); !slices.Equal(g, want) {
+			t.Fatalf("p=%d: got %v, want %v", p, g, want)
+		}
+	}
+}
+
+// reminder sets a processing-time timer 1 s after each key's first record.
+type reminder struct{ set state.ValueState[bool] }
+
+func (r *reminder) Open(ctx *stream.KeyedContext[string]) error {
+	r.set = state.Value[bool](ctx.State(), "set", false)
+	return nil
+}
+
+func (r *reminder) ProcessElement(e event, ctx *stream.KeyedContext[string], out stream.Collector[string]) error {
+	if done, _ := r.set.Value(); !done {
+		r.set.Update(true)
+		ctx.RegisterProcessingTimeTimer(ctx.CurrentProcessingTime() + 1000)
+		ctx.RegisterProcessingTimeTimer(ctx.CurrentProcessingTime() + 1000) // one timer per key and time
+	}
+	return nil
+}
+
+func (r *reminder) OnTimer(ts int64, ctx *stream.KeyedContext[string], out stream.Collector[string]) error {
+	if ctx.TimeDomain() != stream.ProcessingTime {
+		return errors.New("wrong time domain")
+	}
+	out.Collect(fmt.Sprintf("%s@%d", ctx.CurrentKey(), ts))
+	return nil
+}
+
+func TestKeyedProcessProcessingTimeTimers(t *testing.T) {
+	clock := runtime.NewManualClock(10_000)
+	env := newEnv(t, 1).SetClock(clock)
+	// An endless source so that the job is still running when the clock
+	// moves: keys a and b once, then nothing.
+	src := stream.FromSource[event](env, &stream.Generator[event]{Count: -1, Fn: func(i int64) event {
+		if i < 2 {
+			return event{string(rune('a' + i)), i}
+		}
+		time.Sleep(time.Millisecond)
+		return event{"idle", 0}
+	}}, "keys")
+	ks := stream.KeyBy(src.Filter(func(e event) bool { return e.Key != "idle" }), func(e event) string { return e.Key })
+	fired := make(chan string, 10)
+	stream.Collect(stream.Map(stream.KeyedProcess[string, event, string](ks, &reminder{}), func(s string) string { fired <- s; return s }))
+	ctx, cancel := context.WithCancel(context.Background())
+	job, err := env.ExecuteAsync(ctx, "proc-timers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until both keys registered their timers, then move the clock
+	// just short of them: nothing fires; then past them: both fire once.
+	time.Sleep(200 * time.Millisecond)
+	clock.Advance(999 * time.Millisecond)
+	select {
+	case s := <-fired:
+		t.Fatalf("timer fired early: %s", s)
+	case <-time.After(100 * time.Millisecond):
+	}
+	clock.Advance(time.Millisecond)
+	var got []string
+	for len(got) < 2 {
+		select {
+		case s := <-fired:
+			got = append(got, s)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("timers did not fire: %v", got)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"a@11000", "b@11000"}) {
+		t.Fatalf("fired %v", got)
+	}
+	select {
+	case s := <-fired:
+		t.Fatalf("a timer fired twice: %s", s)
+	case <-time.After(100 * time.Millisecond):
+	}
+	cancel()
+	if err := job.Wait(); !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+}
