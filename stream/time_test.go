@@ -301,7 +301,7 @@ func TestKeyedProcessEventTimeTimers(t *testing.T) {
 	for _, p := range []int{1, 2, 4} {
 		env := newEnv(t, p)
 		src := stream.FromSlice(env, in).SetParallelism(1).AssignTimestampsAndWatermarks(
-			stream.ForBoundedOutOfOrderness[event](100*time.Millisecond).WithTimestampAssigner(func(e event, _ int64) int64 { return e.TS }).WithWatermarkPerEvent()).SetParallelism(1)
+			stream.ForBoundedOutOfOrderness[event](100 * time.Millisecond).WithTimestampAssigner(func(e event, _ int64) int64 { return e.TS }).WithWatermarkPerEvent()).SetParallelism(1)
 		ks := stream.KeyBy(src, func(e event) string { return e.Key })
 		got := stream.Collect(stream.KeyedProcess[string, event, string](ks, &sessionizer{gap: 100}))
 		if err := env.Execute(context.Background(), "sessions"); err != nil {
