@@ -86,76 +86,95 @@ type KeyedOpener[K comparable] interface {
 // KeyedProcess applies a keyed process function.
 func KeyedProcess[K comparable, T, U any](ks *KeyedStream[K, T], fn KeyedProcessFunction[K, T, U]) *Stream[U] {
 	return addNode[T, U](ks.s, "keyed-process", "KeyedProcess", oneInput(func(oc *runtime.OperatorContext, out runtime.Output[U]) (runtime.Output[T], error) {
-		op := &keyedProcessOp[K, T, U]{oc: oc, fn: instance(fn), key: ks.key}
-		op.ctx = KeyedContext[K]{Context: Context{oc: oc, ts: runtime.NoTimestamp}, backend: state.NewBackend[K]()}
-		op.ctx.timers = runtime.NewTimerService(oc, op.onEventTime, op.onProcessingTime)
-		op.col.oc, op.col.out = oc, out
-		op.onTimer, _ = op.fn.(KeyedTimerHandler[K, U])
-		oc.Register(op)
+		fn := instance(fn)
+		op := &keyedProcessOp[K, T, U]{fn: fn, key: ks.key}
+		op.init(oc, fn, out)
 		return op, nil
 	}))
 }
 
 type keyedProcessOp[K comparable, T, U any] struct {
-	oc      *runtime.OperatorContext
-	fn      KeyedProcessFunction[K, T, U]
-	onTimer KeyedTimerHandler[K, U]
-	key     func(T) K
-	ctx     KeyedContext[K]
-	col     collector[U]
+	keyedCore[K, U]
+	fn  KeyedProcessFunction[K, T, U]
+	key func(T) K
 }
 
 func (p *keyedProcessOp[K, T, U]) Emit(v T, ts int64) {
-	p.oc.Enter()
-	p.ctx.backend.SetCurrentKey(p.key(v))
-	p.ctx.ts, p.col.ts = ts, ts
+	p.begin(p.key(v), ts)
 	if err := p.fn.ProcessElement(v, &p.ctx, &p.col); err != nil {
 		p.oc.Fail(err)
 	}
 }
 
+// keyedCore is what keyed process operators share: the key context with
+// state and timers, the collector, timer dispatch and the lifecycle of the
+// user function.
+type keyedCore[K comparable, U any] struct {
+	oc      *runtime.OperatorContext
+	userFn  any
+	onTimer KeyedTimerHandler[K, U]
+	ctx     KeyedContext[K]
+	col     collector[U]
+}
+
+func (c *keyedCore[K, U]) init(oc *runtime.OperatorContext, fn any, out runtime.Output[U]) {
+	c.oc, c.userFn = oc, fn
+	c.ctx = KeyedContext[K]{Context: Context{oc: oc, ts: runtime.NoTimestamp}, backend: state.NewBackend[K]()}
+	c.ctx.timers = runtime.NewTimerService(oc, c.onEventTime, c.onProcessingTime)
+	c.col.oc, c.col.out = oc, out
+	c.onTimer, _ = fn.(KeyedTimerHandler[K, U])
+	oc.Register(c)
+}
+
+// begin scopes state and timers to key for a record with timestamp ts.
+func (c *keyedCore[K, U]) begin(key K, ts int64) {
+	c.oc.Enter()
+	c.ctx.backend.SetCurrentKey(key)
+	c.ctx.ts, c.col.ts = ts, ts
+}
+
 // EmitWatermark fires the event-time timers the watermark passed, then
 // forwards it: results of timers precede the watermark downstream.
-func (p *keyedProcessOp[K, T, U]) EmitWatermark(wm int64) {
-	p.ctx.timers.AdvanceWatermark(wm)
-	p.col.out.EmitWatermark(wm)
+func (c *keyedCore[K, U]) EmitWatermark(wm int64) {
+	c.ctx.timers.AdvanceWatermark(wm)
+	c.col.out.EmitWatermark(wm)
 }
 
-func (p *keyedProcessOp[K, T, U]) EmitWatermarkStatus(idle bool) { runtime.EmitStatus(p.col.out, idle) }
+func (c *keyedCore[K, U]) EmitWatermarkStatus(idle bool) { runtime.EmitStatus(c.col.out, idle) }
 
-func (p *keyedProcessOp[K, T, U]) fire(key K, ts int64, domain TimeDomain) {
-	if p.onTimer == nil {
+func (c *keyedCore[K, U]) fire(key K, ts int64, domain TimeDomain) {
+	if c.onTimer == nil {
 		return
 	}
-	p.ctx.backend.SetCurrentKey(key)
-	p.ctx.domain = domain
-	p.ctx.ts, p.col.ts = ts, ts
+	c.ctx.backend.SetCurrentKey(key)
+	c.ctx.domain = domain
+	c.ctx.ts, c.col.ts = ts, ts
 	if domain == ProcessingTime {
-		p.ctx.ts, p.col.ts = runtime.NoTimestamp, runtime.NoTimestamp
+		c.ctx.ts, c.col.ts = runtime.NoTimestamp, runtime.NoTimestamp
 	}
-	if err := p.onTimer.OnTimer(ts, &p.ctx, &p.col); err != nil {
-		p.oc.Fail(err)
+	if err := c.onTimer.OnTimer(ts, &c.ctx, &c.col); err != nil {
+		c.oc.Fail(err)
 	}
-	p.ctx.domain = EventTime
+	c.ctx.domain = EventTime
 }
 
-func (p *keyedProcessOp[K, T, U]) onEventTime(key K, ts int64)      { p.fire(key, ts, EventTime) }
-func (p *keyedProcessOp[K, T, U]) onProcessingTime(key K, ts int64) { p.fire(key, ts, ProcessingTime) }
+func (c *keyedCore[K, U]) onEventTime(key K, ts int64)      { c.fire(key, ts, EventTime) }
+func (c *keyedCore[K, U]) onProcessingTime(key K, ts int64) { c.fire(key, ts, ProcessingTime) }
 
-func (p *keyedProcessOp[K, T, U]) Open() error {
-	if o, ok := p.fn.(KeyedOpener[K]); ok {
-		p.oc.Enter()
-		return o.Open(&p.ctx)
+func (c *keyedCore[K, U]) Open() error {
+	if o, ok := c.userFn.(KeyedOpener[K]); ok {
+		c.oc.Enter()
+		return o.Open(&c.ctx)
 	}
-	return openFunction(p.oc, p.fn, &p.ctx.Context)
+	return openFunction(c.oc, c.userFn, &c.ctx.Context)
 }
 
-func (p *keyedProcessOp[K, T, U]) Finish() error {
-	if f, ok := p.fn.(Finisher[U]); ok {
-		p.oc.Enter()
-		return f.Finish(&p.ctx.Context, &p.col)
+func (c *keyedCore[K, U]) Finish() error {
+	if f, ok := c.userFn.(Finisher[U]); ok {
+		c.oc.Enter()
+		return f.Finish(&c.ctx.Context, &c.col)
 	}
 	return nil
 }
 
-func (p *keyedProcessOp[K, T, U]) Close() error { return closeFunction(p.oc, p.fn) }
+func (c *keyedCore[K, U]) Close() error { return closeFunction(c.oc, c.userFn) }

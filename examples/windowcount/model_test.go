@@ -81,6 +81,7 @@ func (s spec) String() string {
 // can check that their inputs exercise them.
 type modelStats struct {
 	firings, late, refirings, merges, absorbedLate int
+	touching                                       int // merges of sessions that only touch
 }
 
 // model returns the lines windowcount prints for recs, in no particular
@@ -199,6 +200,9 @@ func sessionModel(recs []record, sp spec) ([]string, modelStats) {
 				merged.count += s.count
 				merged.fired = merged.fired || s.fired
 				n++
+				if s.end == r.ts || s.start == r.ts+sp.gap {
+					st.touching++
+				}
 			} else {
 				rest = append(rest, s)
 			}
