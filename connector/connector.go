@@ -83,6 +83,19 @@ type Output[T any] interface {
 	CollectWithTimestamp(v T, timestampMillis int64)
 }
 
+// SplitOutputs is implemented by the Output a reader gets when the job
+// applies a watermark strategy at the source: a reader that reads several
+// splits emits each split's records through ForSplit, so that every split
+// has its own watermark generator and an exhausted or idle split does not
+// hold the others back (Kafka partitions read by one subtask, for
+// example). Readers that do not use it get one generator per subtask.
+type SplitOutputs[T any] interface {
+	// ForSplit returns the output for one split's records.
+	ForSplit(splitID string) Output[T]
+	// SplitFinished says that a split has no more records.
+	SplitFinished(splitID string)
+}
+
 // SplitReader reads the splits assigned to one source subtask. Its methods
 // are called from a single goroutine (the task's), never concurrently.
 type SplitReader[T any] interface {

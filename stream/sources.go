@@ -114,12 +114,20 @@ func (r *generatorReader[T]) AddSplits(splits []connector.Split) error {
 
 const generatorBatch = 1024
 
-func (r *generatorReader[T]) Poll(_ context.Context, out connector.Output[T]) (connector.ReadStatus, error) {
+func (r *generatorReader[T]) Poll(_ context.Context, sourceOut connector.Output[T]) (connector.ReadStatus, error) {
 	for len(r.splits) > 0 {
 		s := r.splits[0]
+		out := sourceOut
+		perSplit, _ := sourceOut.(connector.SplitOutputs[T])
+		if perSplit != nil {
+			out = perSplit.ForSplit(s.SplitID())
+		}
 		for n := 0; n < generatorBatch; n++ {
 			if s.End >= 0 && s.Next >= s.End {
 				r.splits = r.splits[1:]
+				if perSplit != nil {
+					perSplit.SplitFinished(s.SplitID())
+				}
 				break
 			}
 			if r.g.Timestamps != nil {

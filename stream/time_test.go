@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirproject/weir/connector"
 	"github.com/weirproject/weir/internal/runtime"
 	"github.com/weirproject/weir/state"
 	"github.com/weirproject/weir/stream"
@@ -389,5 +390,98 @@ func TestKeyedProcessProcessingTimeTimers(t *testing.T) {
 	cancel()
 	if err := job.Wait(); !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
+	}
+}
+
+// twoSplitSource has two splits of timestamps 0, 10, ..., read by one
+// reader one after the other: split "fast" completely, then "slow".
+type twoSplitSource struct{}
+
+func (twoSplitSource) Boundedness() connector.Boundedness { return connector.Bounded }
+func (twoSplitSource) Splits(context.Context, int) ([]connector.Split, error) {
+	return []connector.Split{&stream.GeneratorSplit{ID: 0, Stride: 1, End: 100}, &stream.GeneratorSplit{ID: 1, Stride: 1, End: 100}}, nil
+}
+func (twoSplitSource) NewReader(context.Context, connector.SplitContext) (connector.SplitReader[int64], error) {
+	return &twoSplitReader{}, nil
+}
+
+type twoSplitReader struct{ splits []*stream.GeneratorSplit }
+
+func (r *twoSplitReader) AddSplits(s []connector.Split) error {
+	for _, x := range s {
+		r.splits = append(r.splits, x.(*stream.GeneratorSplit))
+	}
+	return nil
+}
+
+func (r *twoSplitReader) Poll(_ context.Context, out connector.Output[int64]) (connector.ReadStatus, error) {
+	if len(r.splits) == 0 {
+		return connector.EndOfInput, nil
+	}
+	s := r.splits[0]
+	o := out
+	if so, ok := out.(connector.SplitOutputs[int64]); ok {
+		o = so.ForSplit(s.SplitID())
+	}
+	o.Collect(s.Next * 10)
+	if s.Next++; s.Next == s.End {
+		r.splits = r.splits[1:]
+	}
+	return connector.MoreAvailable, nil
+}
+func (r *twoSplitReader) Snapshot() ([]connector.Split, error) { return nil, nil }
+func (r *twoSplitReader) Close() error                         { return nil }
+
+// lateness counts records at or behind the watermark that preceded them.
+func lateRecords(values []string) int {
+	late, wm := 0, int64(math.MinInt64)
+	for _, v := range values {
+		if strings.HasPrefix(v, "wm:") {
+			if v != "wm:max" {
+				fmt.Sscanf(v, "wm:%d", &wm)
+			}
+			continue
+		}
+		var x, ts int64
+		fmt.Sscanf(v, "%d@%d", &x, &ts)
+		if ts <= wm {
+			late++
+		}
+	}
+	return late
+}
+
+func TestPerSplitWatermarksAtTheSource(t *testing.T) {
+	strategy := stream.ForMonotonousTimestamps[int64]().WithTimestampAssigner(func(v, _ int64) int64 { return v }).WithWatermarkPerEvent()
+
+	// Per split: the slow split holds the watermark back until the fast
+	// one is finished, so nothing is late.
+	env := newEnv(t, 1)
+	got := stream.Collect(probe(stream.FromSourceWithWatermarks[int64](env, twoSplitSource{}, "two", strategy)))
+	if err := env.Execute(context.Background(), "per-split"); err != nil {
+		t.Fatal(err)
+	}
+	if n := lateRecords(got.Values()); n != 0 {
+		t.Fatalf("%d records behind the watermark with per-split watermarks", n)
+	}
+	wms := 0
+	for _, v := range got.Values() {
+		if strings.HasPrefix(v, "wm:") {
+			wms++
+		}
+	}
+	if wms < 50 {
+		t.Fatalf("only %d watermarks", wms)
+	}
+
+	// After the source, one generator sees the fast split first: the
+	// slow split's records fall behind the watermark.
+	env = newEnv(t, 1)
+	got = stream.Collect(probe(stream.FromSource[int64](env, twoSplitSource{}, "two").AssignTimestampsAndWatermarks(strategy)))
+	if err := env.Execute(context.Background(), "per-subtask"); err != nil {
+		t.Fatal(err)
+	}
+	if n := lateRecords(got.Values()); n < 90 {
+		t.Fatalf("only %d late records without per-split watermarks; the test does not show the difference", n)
 	}
 }

@@ -521,6 +521,17 @@ func (s *sourceOutput[T]) CollectWithTimestamp(v T, ts int64) {
 	s.maybeFlush()
 }
 
+// EmitWatermark passes a watermark from a source-level watermark strategy
+// into the chain.
+func (s *sourceOutput[T]) EmitWatermark(wm int64) { s.out.EmitWatermark(wm) }
+
+// EmitWatermarkStatus passes a source's idleness into the chain.
+func (s *sourceOutput[T]) EmitWatermarkStatus(idle bool) { EmitStatus(s.out, idle) }
+
+// ProcessingTimeMillis is the task's processing time, for periodic
+// watermarks and idleness at the source.
+func (s *sourceOutput[T]) ProcessingTimeMillis() int64 { return s.t.ProcessingTime().Now() }
+
 func (s *sourceOutput[T]) maybeFlush() {
 	if s.t.flushDue.Load() {
 		s.t.flushDue.Store(false)
