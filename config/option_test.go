@@ -260,6 +260,10 @@ func TestCatalog(t *testing.T) {
 		"execution.checkpointing.interval":                     "0 ms",
 		"execution.checkpointing.mode":                         "EXACTLY_ONCE",
 		"restart-strategy.type":                                "none",
+		"restart-strategy.fixed-delay.attempts":                "3",
+		"restart-strategy.fixed-delay.delay":                   "1 s",
+		"execution.checkpointing.timeout":                      "10 min",
+		"state.checkpoints.dir":                                "",
 	}
 	got := make(map[string]string)
 	for _, o := range infos {

@@ -113,6 +113,20 @@ var (
 			"reflects every record exactly once; AT_LEAST_ONCE skips the alignment for lower latency, "+
 			"so that after a recovery some records may be applied to state twice.")
 
+	CheckpointTimeout = durationOption("execution.checkpointing.timeout", 10*time.Minute, false,
+		"Time after which a checkpoint that has not completed is aborted.")
+
+	CheckpointsDir = stringOption("state.checkpoints.dir", "",
+		"Directory (a path or a file:// URI) where completed checkpoints are written as "+
+			"<dir>/<job-id>/chk-<n>/_metadata. Empty keeps them in memory (the jobmanager storage), "+
+			"which survives task failures but not the process.")
+
+	RestartAttempts = intOption("restart-strategy.fixed-delay.attempts", 3, 0, math.MaxInt,
+		"Number of restarts the fixed-delay strategy allows before the job fails.")
+
+	RestartDelay = durationOption("restart-strategy.fixed-delay.delay", time.Second, false,
+		"Pause before each restart of the fixed-delay strategy.")
+
 	RestartStrategy = enumOption("restart-strategy.type", RestartStrategyNone,
 		[]string{RestartStrategyNone, RestartStrategyFixedDelay, RestartStrategyFailureRate, RestartStrategyExponentialDelay},
 		"How a failed job is restarted: none fails the job at the first failure; "+
@@ -140,7 +154,11 @@ var catalog = []catalogOption{
 	StateBackend,
 	CheckpointInterval,
 	CheckpointMode,
+	CheckpointTimeout,
+	CheckpointsDir,
 	RestartStrategy,
+	RestartAttempts,
+	RestartDelay,
 }
 
 var (

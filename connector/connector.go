@@ -144,3 +144,25 @@ type SinkWriter[T any] interface {
 // ErrUnsupportedSplit is returned by a reader given a split of a kind it
 // does not know, for example after restoring a checkpoint of another job.
 var ErrUnsupportedSplit = errors.New("connector: unsupported split type")
+
+// SplitSerializer is implemented by sources whose reader positions can be
+// checkpointed: splits are encoded into the checkpoint and decoded on
+// recovery, possibly in another process.
+type SplitSerializer interface {
+	EncodeSplits(splits []Split) ([]byte, error)
+	DecodeSplits(data []byte) ([]Split, error)
+}
+
+// Committer is implemented by sink writers that commit in two phases with
+// checkpoints, for exactly-once output: what they write between two
+// checkpoints becomes visible only when the second completes.
+type Committer interface {
+	// PrepareCommit runs at a checkpoint barrier (and at the end of a
+	// bounded input): it makes what was written since the last one durable
+	// but not visible, and describes it.
+	PrepareCommit(checkpointID int64) (committable []byte, err error)
+	// Commit makes prepared output visible. It runs when the checkpoint
+	// completed, at the successful end of the job, and on recovery for the
+	// committables of the restored checkpoint, so it must be idempotent.
+	Commit(committables [][]byte) error
+}

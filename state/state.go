@@ -53,6 +53,15 @@ func (b *Backend[K]) SetCurrentKey(key K) { b.current = key }
 // CurrentKey returns the current key.
 func (b *Backend[K]) CurrentKey() K { return b.current }
 
+// Len returns the number of keys with state, over all registered states.
+func (b *Backend[K]) Len() int {
+	n := 0
+	for _, s := range b.states {
+		n += s.(interface{ keys() int }).keys()
+	}
+	return n
+}
+
 // Value returns the value state registered under name, creating it on first
 // use. Asking for one name with two different types panics.
 func Value[T any, K comparable](b *Backend[K], name string, def T) ValueState[T] {
@@ -99,6 +108,7 @@ func (s *valueState[K, T]) Value() (T, bool) {
 }
 func (s *valueState[K, T]) Update(v T) { s.m[s.b.current] = v }
 func (s *valueState[K, T]) Clear()     { delete(s.m, s.b.current) }
+func (s *valueState[K, T]) keys() int  { return len(s.m) }
 
 type listState[K comparable, T any] struct {
 	b *Backend[K]
@@ -145,3 +155,4 @@ func (s *mapState[K, MK, MV]) Contains(k MK) bool {
 
 func (s *mapState[K, MK, MV]) All() map[MK]MV { return s.m[s.b.current] }
 func (s *mapState[K, MK, MV]) Clear()         { delete(s.m, s.b.current) }
+func (s *mapState[K, MK, MV]) keys() int      { return len(s.m) }

@@ -292,6 +292,12 @@ func (c *JobClient) Metrics() []runtime.TaskMetrics { return c.job.Metrics() }
 // ExecutionGraph returns the job's execution graph (attempts, states, slots).
 func (c *JobClient) ExecutionGraph() *graph.ExecutionGraph { return c.job.Graph }
 
+// Restarts returns how many times the job restarted after failures.
+func (c *JobClient) Restarts() int { return c.job.Restarts() }
+
+// CompletedCheckpoints returns how many checkpoints completed.
+func (c *JobClient) CompletedCheckpoints() int { return c.job.CompletedCheckpoints() }
+
 // Slots returns the task slots the job runs in.
 func (c *JobClient) Slots() []*runtime.Slot { return c.job.Slots }
 

@@ -2,7 +2,9 @@ package stream
 
 import (
 	"cmp"
+	"fmt"
 
+	"github.com/weirproject/weir/codec"
 	"github.com/weirproject/weir/internal/graph"
 	"github.com/weirproject/weir/internal/runtime"
 )
@@ -110,6 +112,60 @@ func (r *reduceOp[K, T]) Finish() error {
 }
 
 func (r *reduceOp[K, T]) Close() error { return nil }
+
+// SnapshotState encodes every key's result.
+func (r *reduceOp[K, T]) SnapshotState(int64) ([]byte, error) {
+	kc, vc, err := reduceCodecs[K, T]()
+	if err != nil {
+		return nil, err
+	}
+	buf := codec.Uint64.Append(nil, uint64(len(r.results)))
+	for k, i := range r.index {
+		buf = kc.Append(buf, k)
+		buf = vc.Append(buf, r.results[i])
+	}
+	return buf, nil
+}
+
+// RestoreState loads the results of a checkpoint.
+func (r *reduceOp[K, T]) RestoreState(data []byte) error {
+	kc, vc, err := reduceCodecs[K, T]()
+	if err != nil {
+		return err
+	}
+	n, used, err := codec.Uint64.Decode(data)
+	if err != nil {
+		return err
+	}
+	data = data[used:]
+	for i := uint64(0); i < n; i++ {
+		k, m, err := kc.Decode(data)
+		if err != nil {
+			return err
+		}
+		data = data[m:]
+		v, m, err := vc.Decode(data)
+		if err != nil {
+			return err
+		}
+		data = data[m:]
+		r.index[k] = int32(len(r.results))
+		r.results = append(r.results, v)
+	}
+	return nil
+}
+
+func reduceCodecs[K, T any]() (codec.Codec[K], codec.Codec[T], error) {
+	kc, err := codec.For[K]()
+	if err != nil {
+		return nil, nil, fmt.Errorf("reduce state key: %w", err)
+	}
+	vc, err := codec.For[T]()
+	if err != nil {
+		return nil, nil, fmt.Errorf("reduce state value: %w", err)
+	}
+	return kc, vc, nil
+}
 
 // Number is what Sum adds.
 type Number interface {

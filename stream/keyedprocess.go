@@ -1,6 +1,8 @@
 package stream
 
 import (
+	"errors"
+
 	"github.com/weirproject/weir/internal/runtime"
 	"github.com/weirproject/weir/state"
 )
@@ -178,3 +180,21 @@ func (c *keyedCore[K, U]) Finish() error {
 }
 
 func (c *keyedCore[K, U]) Close() error { return closeFunction(c.oc, c.userFn) }
+
+// errKeyedStateNotCheckpointed declines checkpoints of keyed process
+// functions that hold state or timers: their snapshots are not written
+// yet, and a checkpoint without them would lose them on recovery. A job
+// that declines restarts from an earlier checkpoint or from the start,
+// which keeps its output exactly once.
+var errKeyedStateNotCheckpointed = errors.New("keyed state and timers of process functions are not checkpointed yet")
+
+// SnapshotState declines while the operator holds state or timers.
+func (c *keyedCore[K, U]) SnapshotState(int64) ([]byte, error) {
+	if c.ctx.backend.Len() > 0 || c.ctx.timers.NumEventTimeTimers() > 0 || c.ctx.timers.NumProcessingTimeTimers() > 0 {
+		return nil, errKeyedStateNotCheckpointed
+	}
+	return nil, nil
+}
+
+// RestoreState has nothing to restore: snapshots are always empty.
+func (c *keyedCore[K, U]) RestoreState([]byte) error { return nil }

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/weirproject/weir/connector"
@@ -152,3 +153,29 @@ func (r *generatorReader[T]) Snapshot() ([]connector.Split, error) {
 }
 
 func (r *generatorReader[T]) Close() error { return nil }
+
+// EncodeSplits implements connector.SplitSerializer.
+func (g *Generator[T]) EncodeSplits(splits []connector.Split) ([]byte, error) {
+	out := make([]*GeneratorSplit, len(splits))
+	for i, s := range splits {
+		gs, ok := s.(*GeneratorSplit)
+		if !ok {
+			return nil, fmt.Errorf("generator: split %q: %w", s.SplitID(), connector.ErrUnsupportedSplit)
+		}
+		out[i] = gs
+	}
+	return json.Marshal(out)
+}
+
+// DecodeSplits implements connector.SplitSerializer.
+func (g *Generator[T]) DecodeSplits(data []byte) ([]connector.Split, error) {
+	var in []*GeneratorSplit
+	if err := json.Unmarshal(data, &in); err != nil {
+		return nil, fmt.Errorf("generator: decode splits: %w", err)
+	}
+	out := make([]connector.Split, len(in))
+	for i, s := range in {
+		out[i] = s
+	}
+	return out, nil
+}

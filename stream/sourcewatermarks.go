@@ -26,6 +26,24 @@ type watermarkedSource[T any] struct {
 	interval int64
 }
 
+// EncodeSplits passes checkpointing through to the wrapped source.
+func (s *watermarkedSource[T]) EncodeSplits(splits []connector.Split) ([]byte, error) {
+	ser, ok := s.Source.(connector.SplitSerializer)
+	if !ok {
+		return nil, fmt.Errorf("source %T cannot be checkpointed: it does not implement connector.SplitSerializer", s.Source)
+	}
+	return ser.EncodeSplits(splits)
+}
+
+// DecodeSplits passes checkpointing through to the wrapped source.
+func (s *watermarkedSource[T]) DecodeSplits(data []byte) ([]connector.Split, error) {
+	ser, ok := s.Source.(connector.SplitSerializer)
+	if !ok {
+		return nil, fmt.Errorf("source %T cannot be checkpointed: it does not implement connector.SplitSerializer", s.Source)
+	}
+	return ser.DecodeSplits(data)
+}
+
 func (s *watermarkedSource[T]) NewReader(ctx context.Context, sc connector.SplitContext) (connector.SplitReader[T], error) {
 	r, err := s.Source.NewReader(ctx, sc)
 	if err != nil {

@@ -158,6 +158,8 @@ func encodeBuffer[T any](c codec.Codec[T], dst []byte, b *Buffer[T]) ([]byte, er
 		dst = codec.AppendSlice(codec.Int64, dst, b.Timestamps)
 	case EventWatermark:
 		dst = codec.Int64.Append(dst, b.Event.Watermark)
+	case EventBarrier:
+		dst = codec.Int64.Append(dst, b.Event.Checkpoint)
 	case EventEndOfPartition, EventIdle, EventActive:
 	default:
 		return nil, fmt.Errorf("runtime: cannot encode event kind %d", b.Event.Kind)
@@ -187,6 +189,10 @@ func decodeBuffer[T any](c codec.Codec[T], src []byte, b *Buffer[T]) error {
 	case EventWatermark:
 		if b.Event.Watermark, _, err = codec.Int64.Decode(src); err != nil {
 			return fmt.Errorf("runtime: decode watermark: %w", err)
+		}
+	case EventBarrier:
+		if b.Event.Checkpoint, _, err = codec.Int64.Decode(src); err != nil {
+			return fmt.Errorf("runtime: decode barrier: %w", err)
 		}
 	case EventEndOfPartition, EventIdle, EventActive:
 	default:

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-
-	"golang.org/x/sync/errgroup"
+	"sync"
 
 	"github.com/weirproject/weir/config"
-	"github.com/weirproject/weir/connector"
 	"github.com/weirproject/weir/internal/graph"
 )
 
@@ -20,6 +18,8 @@ type MiniCluster struct {
 	// Clock is the processing-time clock of every task; nil means the
 	// wall clock. Tests use a ManualClock.
 	Clock Clock
+	// Restore, if set, is the checkpoint the job starts from.
+	Restore *CompletedCheckpoint
 }
 
 // Slot is a task slot of the mini cluster; with slot sharing, one slot
@@ -38,8 +38,27 @@ type Job struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error
-	tasks  []*Task
-	evs    []*graph.ExecutionVertex
+
+	mu       sync.Mutex
+	tasks    []*Task
+	evs      []*graph.ExecutionVertex
+	restarts int
+	// completed counts completed checkpoints.
+	completed int
+}
+
+// Restarts returns how many times the job restarted after a failure.
+func (j *Job) Restarts() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.restarts
+}
+
+// CompletedCheckpoints returns how many checkpoints completed.
+func (j *Job) CompletedCheckpoints() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.completed
 }
 
 // Wait blocks until the job ends and returns its error.
@@ -69,6 +88,8 @@ type TaskMetrics struct {
 
 // Metrics returns a snapshot of every subtask's counters.
 func (j *Job) Metrics() []TaskMetrics {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	out := make([]TaskMetrics, len(j.tasks))
 	for i, t := range j.tasks {
 		var buffered int64
@@ -142,8 +163,9 @@ func describeGroups(groups []string, width map[string]int) string {
 }
 
 // Submit builds the execution graph, deploys every subtask and starts the
-// job. The job's goroutines stop when ctx is cancelled, the job fails, or
-// it finishes.
+// job. The job's goroutines stop when ctx is cancelled, the job fails for
+// good, or it finishes. With checkpointing on, a failed attempt restarts
+// from the latest completed checkpoint as the restart strategy allows.
 func (mc *MiniCluster) Submit(ctx context.Context, jg *graph.JobGraph) (*Job, error) {
 	cfg := mc.Config
 	if cfg == nil {
@@ -153,6 +175,14 @@ func (mc *MiniCluster) Submit(ctx context.Context, jg *graph.JobGraph) (*Job, er
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	if b := config.StateBackend.Get(cfg); b != config.StateBackendHashMap {
+		return nil, fmt.Errorf("runtime: state.backend.type %q is not available yet; use %q", b, config.StateBackendHashMap)
+	}
+	switch r := config.RestartStrategy.Get(cfg); r {
+	case config.RestartStrategyNone, config.RestartStrategyFixedDelay:
+	default:
+		return nil, fmt.Errorf("runtime: restart-strategy.type %q is not available yet; use %q or %q", r, config.RestartStrategyNone, config.RestartStrategyFixedDelay)
+	}
 	eg, err := graph.BuildExecutionGraph(jg)
 	if err != nil {
 		return nil, err
@@ -161,200 +191,31 @@ func (mc *MiniCluster) Submit(ctx context.Context, jg *graph.JobGraph) (*Job, er
 	if err != nil {
 		return nil, err
 	}
-	sg := jg.Stream
-	batch := isBatch(cfg, sg)
-	gateCfg := GateConfig{
-		BuffersPerChannel: config.BuffersPerChannel.Get(cfg),
-		FloatingBuffers:   config.FloatingBuffersPerGate.Get(cfg),
+	jobID := graph.NewAttemptID()
+	storage, err := newCheckpointStorage(config.CheckpointsDir.Get(cfg), string(jobID))
+	if err != nil {
+		return nil, err
 	}
-	bufferRecords := config.BufferRecords.Get(cfg)
-	bufferTimeout := config.BufferTimeout.Get(cfg)
-	if bufferTimeout == 0 {
-		// Flush after every record: lowest latency.
-		bufferRecords = 1
-	}
-	serialize := config.ForceSerialization.Get(cfg)
-
 	jobCtx, cancel := context.WithCancel(ctx)
-	group, gctx := errgroup.WithContext(jobCtx)
 	job := &Job{Graph: eg, Slots: slots, cancel: cancel, done: make(chan struct{})}
-
-	// Sources enumerate their splits once per job, like Flink's split
-	// enumerator on the JobManager; split i goes to subtask i mod p.
-	splits := make(map[graph.JobVertexID][][]connector.Split)
-	for _, v := range eg.Vertices {
-		head := sg.Node(v.JobVertex.Head())
-		ops := head.Ops.(*NodeOps)
-		if ops.Splits == nil {
-			continue
-		}
-		all, err := ops.Splits(gctx, v.JobVertex.Parallelism)
-		if err != nil {
-			cancel()
-			return nil, fmt.Errorf("source %q: enumerate splits: %w", head.Name, err)
-		}
-		assigned := make([][]connector.Split, v.JobVertex.Parallelism)
-		for i, s := range all {
-			assigned[i%len(assigned)] = append(assigned[i%len(assigned)], s)
-		}
-		splits[v.JobVertex.ID] = assigned
+	d := &deployer{mc: mc, cfg: cfg, logger: logger, jg: jg, eg: eg, job: job, storage: storage}
+	if err := d.enumerateSplits(jobCtx); err != nil {
+		cancel()
+		return nil, err
 	}
-
-	// Input gates: one per consumer subtask and logical input; channels are
-	// numbered in the order of InputChannels.
-	type gateKey struct {
-		vertex  graph.JobVertexID
-		subtask int
-		input   int
+	if mc.Restore != nil {
+		storage.latest = mc.Restore
 	}
-	type channelKey struct {
-		result   *graph.IntermediateResult
-		producer int
-		consumer int
-	}
-	gates := make(map[gateKey]any)
-	channelIndex := make(map[channelKey]int)
-	for _, v := range eg.Vertices {
-		for j := 0; j < v.JobVertex.Parallelism; j++ {
-			for input := 1; input <= 2; input++ {
-				chans := v.InputChannels(j, input)
-				if len(chans) == 0 {
-					continue
-				}
-				types := chans[0].Result.Edge.StreamEdge.Type.(TypeOps)
-				gates[gateKey{v.JobVertex.ID, j, input}] = types.NewGate(len(chans), gateCfg)
-				for idx, part := range chans {
-					channelIndex[channelKey{part.Result, part.PartitionNumber, j}] = idx
-				}
-			}
-		}
-	}
-	vertexOfNode := make(map[graph.NodeID]*graph.ExecutionJobVertex)
-	for _, v := range eg.Vertices {
-		for _, op := range v.JobVertex.Operators {
-			vertexOfNode[op.Node] = v
-		}
-	}
-	resultOf := make(map[*graph.StreamEdge]*graph.IntermediateResult)
-	for _, r := range eg.Results {
-		resultOf[r.Edge.StreamEdge] = r
-	}
-
-	for _, v := range eg.Vertices {
-		for _, ev := range v.TaskVertices {
-			ex := ev.Current()
-			headNode := sg.Node(v.JobVertex.Head())
-			t := &Task{
-				vertexName:    v.JobVertex.Name,
-				subtask:       ev.SubtaskIndex,
-				parallelism:   v.JobVertex.Parallelism,
-				attempt:       ex.AttemptNumber,
-				ctx:           gctx,
-				cfg:           cfg,
-				batch:         batch,
-				bufferRecords: bufferRecords,
-				bufferTimeout: bufferTimeout,
-				serialize:     serialize,
-				mailbox:       make(chan func(), 16),
-				clock:         mc.Clock,
-				head:          &OperatorInfo{Node: headNode.ID, Kind: headNode.Kind, Name: headNode.Name},
-			}
-			if assigned := splits[v.JobVertex.ID]; assigned != nil {
-				t.splits = assigned[ev.SubtaskIndex]
-			}
-			ex.Transition(graph.StateDeploying, nil)
-			var build func(n *graph.StreamNode) (any, error)
-			build = func(n *graph.StreamNode) (any, error) {
-				main := []any{}
-				side := map[string][]any{}
-				sideTypes := map[string]TypeOps{}
-				for _, e := range sg.OutEdges(n.ID) {
-					var out any
-					if vertexOfNode[e.Target] == v {
-						o, err := build(sg.Node(e.Target))
-						if err != nil {
-							return nil, err
-						}
-						out = o
-					} else {
-						r := resultOf[e]
-						part := r.Partitions[ev.SubtaskIndex]
-						types := e.Type.(TypeOps)
-						chans := make([]any, len(part.Consumers))
-						for k, c := range part.Consumers {
-							g := gates[gateKey{r.Consumer.JobVertex.ID, c, e.Input}]
-							chans[k] = types.NewChannel(g, channelIndex[channelKey{r, ev.SubtaskIndex, c}], serialize)
-						}
-						w, err := types.NewRecordWriter(t, chans, e.Partitioning, e.Partitioner, ev.SubtaskIndex)
-						if err != nil {
-							return nil, err
-						}
-						out = w
-					}
-					if e.SideOutput == "" {
-						main = append(main, out)
-					} else {
-						side[e.SideOutput] = append(side[e.SideOutput], out)
-						sideTypes[e.SideOutput] = e.Type.(TypeOps)
-					}
-				}
-				oc := &OperatorContext{
-					Task:        t,
-					Info:        &OperatorInfo{Node: n.ID, Kind: n.Kind, Name: n.Name},
-					Node:        n,
-					SideOutputs: make(map[string]any),
-					Batch:       batch,
-					Config:      cfg,
-				}
-				for tag, outs := range side {
-					oc.SideOutputs[tag] = sideTypes[tag].FanOut(outs)
-				}
-				var mainOut any
-				if len(main) > 0 {
-					// All main-output edges carry the node's output type.
-					for _, e := range sg.OutEdges(n.ID) {
-						if e.SideOutput == "" {
-							mainOut = e.Type.(TypeOps).FanOut(main)
-							break
-						}
-					}
-				}
-				return n.Ops.(*NodeOps).NewOperator(oc, mainOut)
-			}
-			head, err := build(headNode)
-			if err != nil {
-				cancel()
-				return nil, fmt.Errorf("deploy %s: %w", ev.TaskName(), err)
-			}
-			g := [2]any{gates[gateKey{v.JobVertex.ID, ev.SubtaskIndex, 1}], gates[gateKey{v.JobVertex.ID, ev.SubtaskIndex, 2}]}
-			for _, gate := range g {
-				if gate != nil {
-					t.gates = append(t.gates, gate.(interface{ Buffered() int64 }))
-				}
-			}
-			job.tasks = append(job.tasks, t)
-			job.evs = append(job.evs, ev)
-			run := headNode.Ops.(*NodeOps).RunHead
-			group.Go(func() error {
-				ex.Transition(graph.StateRunning, nil)
-				err := run(t, head, g)
-				switch {
-				case err == nil:
-					ex.Transition(graph.StateFinished, nil)
-				case gctx.Err() != nil && !isOperatorError(err):
-					ex.Transition(graph.StateCanceled, nil)
-				default:
-					ex.Transition(graph.StateFailed, err)
-					logger.Error("task failed", "task", t.Name(), "attempt", ex.AttemptID, "err", err)
-				}
-				return err
-			})
-		}
+	first, err := d.deploy(jobCtx, 0, storage.latestCheckpoint())
+	if err != nil {
+		cancel()
+		return nil, err
 	}
 	go func() {
-		// The job's goroutines are all owned by the errgroup; this one only
-		// waits for them and ends with them.
-		err := group.Wait()
+		// This goroutine owns the job: it runs attempts until one succeeds,
+		// the job is cancelled, or the restart strategy gives up; each
+		// attempt's goroutines end before the next starts.
+		err := d.run(jobCtx, first)
 		cancel()
 		if err == nil && ctx.Err() != nil {
 			err = ctx.Err()

@@ -49,6 +49,8 @@ type OperatorInfo struct {
 	Node graph.NodeID
 	Kind string
 	Name string
+	// UID matches the operator's state in checkpoints.
+	UID string
 }
 
 func (o *OperatorInfo) String() string { return fmt.Sprintf("%s %q", o.Kind, o.Name) }
@@ -64,6 +66,10 @@ type userFailure struct{ err error }
 // Task runs one subtask: one operator chain, in one goroutine.
 type Task struct {
 	vertexName    string
+	vertexID      string
+	index         int // position in the attempt's task list
+	exactlyOnce   bool
+	isSource      bool
 	subtask       int
 	parallelism   int
 	attempt       int
@@ -76,6 +82,10 @@ type Task struct {
 	splits        []connector.Split
 
 	mailbox chan func()
+	// done is closed when the task's goroutine returned.
+	done    chan struct{}
+	acks    chan<- checkpointAck
+	restore *TaskSnapshot
 	clock   Clock
 	pts     *ProcessingTimeService
 	// current is the operator running user code right now; a panic or a
@@ -83,8 +93,11 @@ type Task struct {
 	current *OperatorInfo
 	head    *OperatorInfo
 
-	writers    []Writer
-	lifecycles []Lifecycle // registration order: tail of the chain first
+	writers      []Writer
+	lifecycles   []Lifecycle // registration order: tail of the chain first
+	snapshotters []namedSnapshotter
+	listeners    []CheckpointListener
+	finals       []FinalCommitter
 
 	// failed is set before the operators close after a failure, so that
 	// sinks discard instead of publish.
@@ -154,8 +167,27 @@ type OperatorContext struct {
 // attribution. It is a single store, cheap enough for the record path.
 func (oc *OperatorContext) Enter() { oc.Task.current = oc.Info }
 
-// Register adds an operator's lifecycle hooks to the task.
-func (oc *OperatorContext) Register(l Lifecycle) { oc.Task.lifecycles = append(oc.Task.lifecycles, l) }
+// Register adds an operator's lifecycle hooks to the task, and its
+// checkpoint hooks if it has any (Snapshotter, CheckpointListener,
+// FinalCommitter).
+func (oc *OperatorContext) Register(l Lifecycle) {
+	t := oc.Task
+	t.lifecycles = append(t.lifecycles, l)
+	if s, ok := l.(Snapshotter); ok {
+		t.snapshotters = append(t.snapshotters, namedSnapshotter{info: oc.Info, s: s})
+	}
+	if c, ok := l.(CheckpointListener); ok {
+		t.listeners = append(t.listeners, c)
+	}
+	if f, ok := l.(FinalCommitter); ok {
+		t.finals = append(t.finals, f)
+	}
+}
+
+type namedSnapshotter struct {
+	info *OperatorInfo
+	s    Snapshotter
+}
 
 // Fail stops the task with an error attributed to the running operator.
 func (oc *OperatorContext) Fail(err error) { panic(userFailure{err}) }
@@ -183,6 +215,16 @@ func (t *Task) run(body func()) (err error) {
 			}
 		}
 	}()
+	if t.restore != nil {
+		for _, ns := range t.snapshotters {
+			if data, ok := t.restore.Operators[ns.info.UID]; ok {
+				t.current = ns.info
+				if err := ns.s.RestoreState(data); err != nil {
+					return t.wrap(fmt.Errorf("restore from checkpoint: %w", err), "")
+				}
+			}
+		}
+	}
 	// Open the tail of the chain first, so that no operator can emit into
 	// one that is not open yet.
 	for _, l := range t.lifecycles {
@@ -350,28 +392,108 @@ func handleEvent(v *valve, b Event, channel int, head interface{ EmitWatermark(i
 	return false
 }
 
+// inputQueue feeds a task loop from one input gate: buffers put aside
+// while the channel is blocked for barrier alignment wait in stash, and
+// after the checkpoint they are processed (work) before anything newer
+// from the gate, which keeps every channel in order.
+type inputQueue[T any] struct {
+	gate  *InputGate[T]
+	stash [][]*Buffer[T]
+	work  []*Buffer[T]
+}
+
+func newInputQueue[T any](g *InputGate[T]) *inputQueue[T] {
+	return &inputQueue[T]{gate: g, stash: make([][]*Buffer[T], g.NumChannels())}
+}
+
+// release moves the stashed buffers in front of the pending work.
+func (q *inputQueue[T]) release() {
+	var front []*Buffer[T]
+	for c, bs := range q.stash {
+		front = append(front, bs...)
+		q.stash[c] = nil
+	}
+	if len(front) > 0 {
+		q.work = append(front, q.work...)
+	}
+}
+
+func (q *inputQueue[T]) next() (*Buffer[T], bool) {
+	if len(q.work) == 0 {
+		return nil, false
+	}
+	b := q.work[0]
+	q.work[0] = nil
+	q.work = q.work[1:]
+	return b, true
+}
+
+// input is the part of a task loop that processes one gate's buffers:
+// records, watermarks, barriers and end of partition.
+type input[T any] struct {
+	t       *Task
+	q       *inputQueue[T]
+	index   int
+	valve   *valve
+	tracker *barrierTracker
+	emit    func(v T, ts int64)
+	head    interface{ EmitWatermark(int64) }
+	open    int
+	// release is called after a checkpoint completed the alignment, for
+	// every input of the task.
+	release func()
+}
+
+func (in *input[T]) handle(b *Buffer[T]) {
+	if in.tracker.blocked(in.index, b.Channel) {
+		in.q.stash[b.Channel] = append(in.q.stash[b.Channel], b)
+		return
+	}
+	switch b.Event.Kind {
+	case eventNone:
+		for i, r := range b.Records {
+			in.emit(r, b.Timestamps[i])
+		}
+		in.t.recordsIn.Add(int64(len(b.Records)))
+		in.q.gate.Recycle(b)
+	case EventBarrier:
+		id := in.tracker.barrier(in.index, b.Channel, b.Event.Checkpoint)
+		in.q.gate.Recycle(b)
+		if id != 0 {
+			in.t.checkpoint(id)
+			in.release()
+		}
+	case EventEndOfPartition:
+		handleEvent(in.valve, b.Event, b.Channel, in.head)
+		in.open--
+		id := in.tracker.end(in.index, b.Channel)
+		in.q.gate.Recycle(b)
+		if id != 0 {
+			in.t.checkpoint(id)
+			in.release()
+		}
+	default:
+		handleEvent(in.valve, b.Event, b.Channel, in.head)
+		in.q.gate.Recycle(b)
+	}
+}
+
 // RunOneInput is the mailbox loop of a task whose head has one input.
 func RunOneInput[T any](t *Task, head Output[T], gate *InputGate[T]) error {
 	return t.run(func() {
 		tick, stop := t.flushTicker()
 		defer stop()
-		v := newValve(gate.NumChannels())
-		open := gate.NumChannels()
-		for open > 0 {
+		q := newInputQueue(gate)
+		in := &input[T]{t: t, q: q, valve: newValve(gate.NumChannels()), tracker: newBarrierTracker(t.exactlyOnce, gate.NumChannels()),
+			emit: head.Emit, head: head, open: gate.NumChannels(), release: q.release}
+		for in.open > 0 {
+			if b, ok := q.next(); ok {
+				in.handle(b)
+				continue
+			}
 			select {
 			case b := <-gate.queue:
-				switch b.Event.Kind {
-				case eventNone:
-					for i, r := range b.Records {
-						head.Emit(r, b.Timestamps[i])
-					}
-					t.recordsIn.Add(int64(len(b.Records)))
-				default:
-					if handleEvent(v, b.Event, b.Channel, head) {
-						open--
-					}
-				}
-				gate.Recycle(b)
+				in.handle(b)
 			case f := <-t.mailbox:
 				f()
 			case <-tick:
@@ -439,44 +561,40 @@ func RunTwoInput[A, B any](t *Task, head TwoInput[A, B], g1 *InputGate[A], g2 *I
 		tick, stop := t.flushTicker()
 		defer stop()
 		combined := &twoInputWatermarks{head: head, wm: [2]int64{NoTimestamp, NoTimestamp}, combined: NoTimestamp}
-		side1, side2 := inputSide{combined, 0}, inputSide{combined, 1}
-		v1, v2 := newValve(g1.NumChannels()), newValve(g2.NumChannels())
-		open1, open2 := g1.NumChannels(), g2.NumChannels()
-		q1, q2 := g1.queue, g2.queue
-		if open1 == 0 {
-			q1 = nil
+		tracker := newBarrierTracker(t.exactlyOnce, g1.NumChannels(), g2.NumChannels())
+		q1, q2 := newInputQueue(g1), newInputQueue(g2)
+		release := func() { q1.release(); q2.release() }
+		in1 := &input[A]{t: t, q: q1, index: 0, valve: newValve(g1.NumChannels()), tracker: tracker, emit: head.Emit1,
+			head: inputSide{combined, 0}, open: g1.NumChannels(), release: release}
+		in2 := &input[B]{t: t, q: q2, index: 1, valve: newValve(g2.NumChannels()), tracker: tracker, emit: head.Emit2,
+			head: inputSide{combined, 1}, open: g2.NumChannels(), release: release}
+		if in1.open == 0 {
 			combined.wm[0] = MaxWatermark
 		}
-		if open2 == 0 {
-			q2 = nil
+		if in2.open == 0 {
 			combined.wm[1] = MaxWatermark
 		}
-		for q1 != nil || q2 != nil {
+		for in1.open > 0 || in2.open > 0 {
+			if b, ok := q1.next(); ok {
+				in1.handle(b)
+				continue
+			}
+			if b, ok := q2.next(); ok {
+				in2.handle(b)
+				continue
+			}
+			c1, c2 := g1.queue, g2.queue
+			if in1.open == 0 {
+				c1 = nil
+			}
+			if in2.open == 0 {
+				c2 = nil
+			}
 			select {
-			case b := <-q1:
-				if b.Event.Kind == eventNone {
-					for i, r := range b.Records {
-						head.Emit1(r, b.Timestamps[i])
-					}
-					t.recordsIn.Add(int64(len(b.Records)))
-				} else if handleEvent(v1, b.Event, b.Channel, side1) {
-					if open1--; open1 == 0 {
-						q1 = nil
-					}
-				}
-				g1.Recycle(b)
-			case b := <-q2:
-				if b.Event.Kind == eventNone {
-					for i, r := range b.Records {
-						head.Emit2(r, b.Timestamps[i])
-					}
-					t.recordsIn.Add(int64(len(b.Records)))
-				} else if handleEvent(v2, b.Event, b.Channel, side2) {
-					if open2--; open2 == 0 {
-						q2 = nil
-					}
-				}
-				g2.Recycle(b)
+			case b := <-c1:
+				in1.handle(b)
+			case b := <-c2:
+				in2.handle(b)
 			case f := <-t.mailbox:
 				f()
 			case <-tick:
@@ -578,6 +696,7 @@ func RunSource[T any](t *Task, h *SourceHead[T]) error {
 		}
 		return nil
 	}})
+	t.snapshotters = append(t.snapshotters, namedSnapshotter{info: h.Info, s: &sourceSnapshotter[T]{t: t, src: h.Source, reader: &reader}})
 	return t.run(func() {
 		t.current = h.Info
 		r, err := h.Source.NewReader(t.ctx, connector.SplitContext{Subtask: t.subtask, Parallelism: t.parallelism})
@@ -629,6 +748,48 @@ func RunSource[T any](t *Task, h *SourceHead[T]) error {
 			}
 		}
 	})
+}
+
+// sourceSnapshotter checkpoints a source reader's position: its splits.
+type sourceSnapshotter[T any] struct {
+	t      *Task
+	src    connector.Source[T]
+	reader *connector.SplitReader[T]
+}
+
+func (s *sourceSnapshotter[T]) serializer() (connector.SplitSerializer, error) {
+	ser, ok := s.src.(connector.SplitSerializer)
+	if !ok {
+		return nil, fmt.Errorf("source %T cannot be checkpointed: it does not implement connector.SplitSerializer", s.src)
+	}
+	return ser, nil
+}
+
+func (s *sourceSnapshotter[T]) SnapshotState(int64) ([]byte, error) {
+	ser, err := s.serializer()
+	if err != nil {
+		return nil, err
+	}
+	splits, err := (*s.reader).Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return ser.EncodeSplits(splits)
+}
+
+// RestoreState replaces the subtask's assigned splits by the checkpointed
+// positions, before the reader starts.
+func (s *sourceSnapshotter[T]) RestoreState(data []byte) error {
+	ser, err := s.serializer()
+	if err != nil {
+		return err
+	}
+	splits, err := ser.DecodeSplits(data)
+	if err != nil {
+		return err
+	}
+	s.t.splits = splits
+	return nil
 }
 
 // lifecycleFuncs adapts functions to Lifecycle.

@@ -78,13 +78,17 @@ const (
 	// EventIdle and EventActive carry a watermark status change.
 	EventIdle
 	EventActive
+	// EventBarrier is a checkpoint barrier: everything before it on the
+	// channel belongs to the checkpoint, everything after it does not.
+	EventBarrier
 )
 
 // Event is an in-band event. Events travel on the same channel as records,
 // so they keep their position in the stream (checkpoint barriers will too).
 type Event struct {
-	Kind      EventKind
-	Watermark int64
+	Kind       EventKind
+	Watermark  int64
+	Checkpoint int64
 }
 
 // Buffer is the unit of exchange between tasks: a batch of records with

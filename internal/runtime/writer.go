@@ -83,6 +83,8 @@ type Writer interface {
 	// EndOfPartition flushes and tells every channel that no more data
 	// will come.
 	EndOfPartition()
+	// Barrier flushes and sends a checkpoint barrier on every channel.
+	Barrier(checkpointID int64)
 }
 
 // RecordWriter is the Output at the end of a chain: it batches records per
@@ -167,6 +169,11 @@ func (w *RecordWriter[T]) Flush() {
 			w.send(c)
 		}
 	}
+}
+
+// Barrier flushes and sends a checkpoint barrier on every channel.
+func (w *RecordWriter[T]) Barrier(id int64) {
+	w.broadcastEvent(Event{Kind: EventBarrier, Checkpoint: id})
 }
 
 // EndOfPartition flushes and sends the end-of-partition event.

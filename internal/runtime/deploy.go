@@ -1,0 +1,443 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/weirproject/weir/config"
+	"github.com/weirproject/weir/connector"
+	"github.com/weirproject/weir/internal/graph"
+)
+
+// deployer builds and runs the attempts of one job on the mini cluster.
+type deployer struct {
+	mc      *MiniCluster
+	cfg     *config.Configuration
+	logger  *slog.Logger
+	jg      *graph.JobGraph
+	eg      *graph.ExecutionGraph
+	job     *Job
+	storage *checkpointStorage
+	splits  map[graph.JobVertexID][][]connector.Split
+}
+
+// attempt is one deployment of every subtask.
+type attempt struct {
+	number int
+	tasks  []*Task
+	evs    []*graph.ExecutionVertex
+	heads  []any
+	gates  [][2]any
+	runs   []func(*Task, any, [2]any) error
+	acks   chan checkpointAck
+}
+
+type checkpointAck struct {
+	task int
+	id   int64
+	snap *TaskSnapshot
+	err  error
+}
+
+// enumerateSplits asks every source for its splits once per job, like
+// Flink's split enumerator on the JobManager; split i goes to subtask i
+// mod p.
+func (d *deployer) enumerateSplits(ctx context.Context) error {
+	d.splits = make(map[graph.JobVertexID][][]connector.Split)
+	for _, v := range d.eg.Vertices {
+		head := d.jg.Stream.Node(v.JobVertex.Head())
+		ops := head.Ops.(*NodeOps)
+		if ops.Splits == nil {
+			continue
+		}
+		all, err := ops.Splits(ctx, v.JobVertex.Parallelism)
+		if err != nil {
+			return fmt.Errorf("source %q: enumerate splits: %w", head.Name, err)
+		}
+		assigned := make([][]connector.Split, v.JobVertex.Parallelism)
+		for i, s := range all {
+			assigned[i%len(assigned)] = append(assigned[i%len(assigned)], s)
+		}
+		d.splits[v.JobVertex.ID] = assigned
+	}
+	return nil
+}
+
+// deploy creates the tasks of one attempt, wired to each other, restoring
+// their state from restore when it is not nil.
+func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedCheckpoint) (*attempt, error) {
+	cfg, eg, sg := d.cfg, d.eg, d.jg.Stream
+	batch := isBatch(cfg, sg)
+	gateCfg := GateConfig{
+		BuffersPerChannel: config.BuffersPerChannel.Get(cfg),
+		FloatingBuffers:   config.FloatingBuffersPerGate.Get(cfg),
+	}
+	bufferRecords := config.BufferRecords.Get(cfg)
+	bufferTimeout := config.BufferTimeout.Get(cfg)
+	if bufferTimeout == 0 {
+		// Flush after every record: lowest latency.
+		bufferRecords = 1
+	}
+	serialize := config.ForceSerialization.Get(cfg)
+	exactlyOnce := config.CheckpointMode.Get(cfg) == config.CheckpointModeExactlyOnce
+	a := &attempt{number: number, acks: make(chan checkpointAck, 64)}
+
+	// Input gates: one per consumer subtask and logical input; channels are
+	// numbered in the order of InputChannels.
+	type gateKey struct {
+		vertex  graph.JobVertexID
+		subtask int
+		input   int
+	}
+	type channelKey struct {
+		result   *graph.IntermediateResult
+		producer int
+		consumer int
+	}
+	gates := make(map[gateKey]any)
+	channelIndex := make(map[channelKey]int)
+	for _, v := range eg.Vertices {
+		for j := 0; j < v.JobVertex.Parallelism; j++ {
+			for input := 1; input <= 2; input++ {
+				chans := v.InputChannels(j, input)
+				if len(chans) == 0 {
+					continue
+				}
+				types := chans[0].Result.Edge.StreamEdge.Type.(TypeOps)
+				gates[gateKey{v.JobVertex.ID, j, input}] = types.NewGate(len(chans), gateCfg)
+				for idx, part := range chans {
+					channelIndex[channelKey{part.Result, part.PartitionNumber, j}] = idx
+				}
+			}
+		}
+	}
+	vertexOfNode := make(map[graph.NodeID]*graph.ExecutionJobVertex)
+	uidOfNode := make(map[graph.NodeID]string)
+	for _, v := range eg.Vertices {
+		for _, op := range v.JobVertex.Operators {
+			vertexOfNode[op.Node] = v
+			uidOfNode[op.Node] = op.UID
+		}
+	}
+	resultOf := make(map[*graph.StreamEdge]*graph.IntermediateResult)
+	for _, r := range eg.Results {
+		resultOf[r.Edge.StreamEdge] = r
+	}
+
+	for _, v := range eg.Vertices {
+		for _, ev := range v.TaskVertices {
+			ex := ev.Current()
+			if number > 0 {
+				ex = ev.NewAttempt()
+				ex.Slot = ev.Current().Slot
+			}
+			headNode := sg.Node(v.JobVertex.Head())
+			t := &Task{
+				vertexName:    v.JobVertex.Name,
+				vertexID:      string(v.JobVertex.ID),
+				index:         len(a.tasks),
+				subtask:       ev.SubtaskIndex,
+				parallelism:   v.JobVertex.Parallelism,
+				attempt:       ex.AttemptNumber,
+				ctx:           ctx,
+				cfg:           cfg,
+				batch:         batch,
+				bufferRecords: bufferRecords,
+				bufferTimeout: bufferTimeout,
+				serialize:     serialize,
+				exactlyOnce:   exactlyOnce,
+				isSource:      headNode.Ops.(*NodeOps).Splits != nil,
+				mailbox:       make(chan func(), 16),
+				done:          make(chan struct{}),
+				clock:         d.mc.Clock,
+				acks:          a.acks,
+				restore:       restore.task(string(v.JobVertex.ID), ev.SubtaskIndex),
+				head:          &OperatorInfo{Node: headNode.ID, Kind: headNode.Kind, Name: headNode.Name, UID: uidOfNode[headNode.ID]},
+			}
+			if assigned := d.splits[v.JobVertex.ID]; assigned != nil {
+				t.splits = assigned[ev.SubtaskIndex]
+			}
+			ex.Transition(graph.StateDeploying, nil)
+			var build func(n *graph.StreamNode) (any, error)
+			build = func(n *graph.StreamNode) (any, error) {
+				main := []any{}
+				side := map[string][]any{}
+				sideTypes := map[string]TypeOps{}
+				for _, e := range sg.OutEdges(n.ID) {
+					var out any
+					if vertexOfNode[e.Target] == v {
+						o, err := build(sg.Node(e.Target))
+						if err != nil {
+							return nil, err
+						}
+						out = o
+					} else {
+						r := resultOf[e]
+						part := r.Partitions[ev.SubtaskIndex]
+						types := e.Type.(TypeOps)
+						chans := make([]any, len(part.Consumers))
+						for k, c := range part.Consumers {
+							g := gates[gateKey{r.Consumer.JobVertex.ID, c, e.Input}]
+							chans[k] = types.NewChannel(g, channelIndex[channelKey{r, ev.SubtaskIndex, c}], serialize)
+						}
+						w, err := types.NewRecordWriter(t, chans, e.Partitioning, e.Partitioner, ev.SubtaskIndex)
+						if err != nil {
+							return nil, err
+						}
+						out = w
+					}
+					if e.SideOutput == "" {
+						main = append(main, out)
+					} else {
+						side[e.SideOutput] = append(side[e.SideOutput], out)
+						sideTypes[e.SideOutput] = e.Type.(TypeOps)
+					}
+				}
+				oc := &OperatorContext{
+					Task:        t,
+					Info:        &OperatorInfo{Node: n.ID, Kind: n.Kind, Name: n.Name, UID: uidOfNode[n.ID]},
+					Node:        n,
+					SideOutputs: make(map[string]any),
+					Batch:       batch,
+					Config:      cfg,
+				}
+				for tag, outs := range side {
+					oc.SideOutputs[tag] = sideTypes[tag].FanOut(outs)
+				}
+				var mainOut any
+				if len(main) > 0 {
+					// All main-output edges carry the node's output type.
+					for _, e := range sg.OutEdges(n.ID) {
+						if e.SideOutput == "" {
+							mainOut = e.Type.(TypeOps).FanOut(main)
+							break
+						}
+					}
+				}
+				return n.Ops.(*NodeOps).NewOperator(oc, mainOut)
+			}
+			head, err := build(headNode)
+			if err != nil {
+				return nil, fmt.Errorf("deploy %s: %w", ev.TaskName(), err)
+			}
+			g := [2]any{gates[gateKey{v.JobVertex.ID, ev.SubtaskIndex, 1}], gates[gateKey{v.JobVertex.ID, ev.SubtaskIndex, 2}]}
+			for _, gate := range g {
+				if gate != nil {
+					t.gates = append(t.gates, gate.(interface{ Buffered() int64 }))
+				}
+			}
+			a.tasks = append(a.tasks, t)
+			a.evs = append(a.evs, ev)
+			a.heads = append(a.heads, head)
+			a.gates = append(a.gates, g)
+			a.runs = append(a.runs, headNode.Ops.(*NodeOps).RunHead)
+		}
+	}
+	d.job.mu.Lock()
+	d.job.tasks, d.job.evs = a.tasks, a.evs
+	d.job.mu.Unlock()
+	return a, nil
+}
+
+// run executes attempts until one succeeds, ctx ends, or the restart
+// strategy gives up.
+func (d *deployer) run(ctx context.Context, a *attempt) error {
+	maxRestarts := 0
+	if config.RestartStrategy.Get(d.cfg) == config.RestartStrategyFixedDelay {
+		maxRestarts = config.RestartAttempts.Get(d.cfg)
+	}
+	delay := config.RestartDelay.Get(d.cfg)
+	for {
+		err := d.runAttempt(ctx, a)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		if a.number >= maxRestarts {
+			if maxRestarts > 0 {
+				return fmt.Errorf("job failed after %d restarts: %w", a.number, err)
+			}
+			return err
+		}
+		restore := d.storage.latestCheckpoint()
+		from := "from the beginning (no checkpoint completed)"
+		if restore != nil {
+			from = fmt.Sprintf("from checkpoint %d", restore.ID)
+		}
+		d.logger.Warn("job failed; restarting", "attempt", a.number+1, "from", from, "err", err)
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		d.job.mu.Lock()
+		d.job.restarts++
+		d.job.mu.Unlock()
+		next, derr := d.deploy(ctx, a.number+1, restore)
+		if derr != nil {
+			return derr
+		}
+		a = next
+	}
+}
+
+// runAttempt runs every task of an attempt and, with checkpointing on,
+// the checkpoint coordinator; it returns when all of them returned.
+func (d *deployer) runAttempt(ctx context.Context, a *attempt) error {
+	group, gctx := errgroup.WithContext(ctx)
+	for i, t := range a.tasks {
+		t.ctx = gctx
+		ev, head, g, run := a.evs[i], a.heads[i], a.gates[i], a.runs[i]
+		ex := ev.Current()
+		group.Go(func() error {
+			defer close(t.done)
+			ex.Transition(graph.StateRunning, nil)
+			err := run(t, head, g)
+			switch {
+			case err == nil:
+				ex.Transition(graph.StateFinished, nil)
+			case gctx.Err() != nil && !isOperatorError(err):
+				ex.Transition(graph.StateCanceled, nil)
+			default:
+				ex.Transition(graph.StateFailed, err)
+				d.logger.Error("task failed", "task", t.Name(), "attempt", ex.AttemptID, "err", err)
+			}
+			return err
+		})
+	}
+	if interval := config.CheckpointInterval.Get(d.cfg); interval > 0 {
+		c := &coordinator{d: d, a: a, interval: interval, timeout: config.CheckpointTimeout.Get(d.cfg)}
+		group.Go(func() error { return c.run(gctx) })
+	}
+	err := group.Wait()
+	if err != nil {
+		return err
+	}
+	// Every task finished: output prepared after the last checkpoint can
+	// no longer be replayed, so it is committed now.
+	for _, t := range a.tasks {
+		for _, f := range t.finals {
+			if err := f.CommitFinal(); err != nil {
+				return t.wrap(fmt.Errorf("final commit: %w", err), "")
+			}
+		}
+	}
+	return nil
+}
+
+// errJobFinished ends the coordinator when every task finished.
+var errJobFinished = errors.New("job finished")
+
+// coordinator triggers checkpoints at the sources, collects the tasks'
+// acknowledgements, stores completed checkpoints and notifies the tasks.
+// One checkpoint is in flight at a time.
+type coordinator struct {
+	d        *deployer
+	a        *attempt
+	interval time.Duration
+	timeout  time.Duration
+}
+
+func (c *coordinator) run(ctx context.Context) error {
+	ticker := time.NewTicker(c.interval)
+	defer ticker.Stop()
+	allDone := make(chan struct{})
+	go func() {
+		// Owned by the coordinator: ends when every task ended, which the
+		// errgroup guarantees once ctx is done or all tasks returned.
+		for _, t := range c.a.tasks {
+			<-t.done
+		}
+		close(allDone)
+	}()
+	var (
+		pending  int64
+		started  time.Time
+		acks     map[int]*TaskSnapshot
+		next     = c.nextID()
+		declined bool
+	)
+	for {
+		select {
+		case <-ctx.Done():
+			<-allDone
+			return nil
+		case <-allDone:
+			return nil
+		case <-ticker.C:
+			if pending != 0 {
+				if time.Since(started) > c.timeout {
+					c.d.logger.Warn("checkpoint timed out", "checkpoint", pending)
+					pending = 0
+				}
+				continue
+			}
+			if c.anyTaskDone() {
+				continue // checkpoints need every task running
+			}
+			pending, started, acks, declined = next, time.Now(), make(map[int]*TaskSnapshot), false
+			next++
+			for _, t := range c.a.tasks {
+				if t.isSource {
+					id := pending
+					t.send(func() { t.triggerCheckpoint(id) })
+				}
+			}
+		case ack := <-c.a.acks:
+			if ack.id != pending {
+				continue
+			}
+			if ack.err != nil {
+				if !declined {
+					c.d.logger.Warn("checkpoint declined", "checkpoint", ack.id, "err", ack.err)
+				}
+				declined = true
+			}
+			acks[ack.task] = ack.snap
+			if len(acks) < len(c.a.tasks) {
+				continue
+			}
+			id := pending
+			pending = 0
+			if declined {
+				continue
+			}
+			cp := &CompletedCheckpoint{ID: id, JobID: c.d.storage.jobID}
+			for i := range c.a.tasks {
+				cp.Tasks = append(cp.Tasks, acks[i])
+			}
+			if err := c.d.storage.store(cp); err != nil {
+				c.d.logger.Error("storing checkpoint failed", "checkpoint", id, "err", err)
+				continue
+			}
+			c.d.job.mu.Lock()
+			c.d.job.completed++
+			c.d.job.mu.Unlock()
+			for _, t := range c.a.tasks {
+				t.send(func() { t.notifyCheckpointComplete(id) })
+			}
+		}
+	}
+}
+
+func (c *coordinator) nextID() int64 {
+	if cp := c.d.storage.latestCheckpoint(); cp != nil {
+		return cp.ID + 1
+	}
+	return 1
+}
+
+func (c *coordinator) anyTaskDone() bool {
+	for _, t := range c.a.tasks {
+		select {
+		case <-t.done:
+			return true
+		default:
+		}
+	}
+	return false
+}

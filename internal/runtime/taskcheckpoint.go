@@ -1,0 +1,58 @@
+package runtime
+
+import (
+	"fmt"
+)
+
+// send delivers an action to the task's mailbox unless the task has
+// already ended.
+func (t *Task) send(f func()) {
+	select {
+	case t.mailbox <- f:
+	case <-t.done:
+	case <-t.ctx.Done():
+	}
+}
+
+// triggerCheckpoint starts a checkpoint at a source task, between two
+// polls: its barrier goes out after everything emitted so far.
+func (t *Task) triggerCheckpoint(id int64) { t.checkpoint(id) }
+
+// checkpoint snapshots the task's operators, sends the barrier downstream
+// and acknowledges to the coordinator. The snapshot is taken in the task's
+// goroutine, between two records, so no operator locks; an operator that
+// cannot snapshot declines the checkpoint without failing the task.
+func (t *Task) checkpoint(id int64) {
+	snap := &TaskSnapshot{Vertex: t.vertexID, Subtask: t.subtask, Operators: make(map[string][]byte)}
+	var declined error
+	for _, ns := range t.snapshotters {
+		t.current = ns.info
+		data, err := ns.s.SnapshotState(id)
+		if err != nil {
+			declined = fmt.Errorf("%s (%d/%d): %w", ns.info, t.subtask+1, t.parallelism, err)
+			break
+		}
+		if data != nil {
+			snap.Operators[ns.info.UID] = data
+		}
+	}
+	t.current = t.head
+	for _, w := range t.writers {
+		w.Barrier(id)
+	}
+	select {
+	case t.acks <- checkpointAck{task: t.index, id: id, snap: snap, err: declined}:
+	case <-t.ctx.Done():
+		t.abort(t.ctx.Err())
+	}
+}
+
+// notifyCheckpointComplete tells the task's operators that a checkpoint
+// completed, so that two-phase-commit sinks publish.
+func (t *Task) notifyCheckpointComplete(id int64) {
+	for _, l := range t.listeners {
+		if err := l.NotifyCheckpointComplete(id); err != nil {
+			panic(userFailure{fmt.Errorf("commit checkpoint %d: %w", id, err)})
+		}
+	}
+}

@@ -1,0 +1,162 @@
+package stream_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirproject/weir/stream"
+)
+
+type kv struct {
+	K int64
+	V int64
+}
+
+// runningSums is the reference: every update of a per-key running sum of
+// the values 0..n-1 keyed by value mod keys, in generation order.
+func runningSums(n, keys int64) []string {
+	sums := make(map[int64]int64)
+	var out []string
+	for i := int64(0); i < n; i++ {
+		k := i % keys
+		sums[k] += i
+		out = append(out, fmt.Sprintf("%d:%d", k, sums[k]))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// failingJob builds source (parallelism 1, so that each key's order is
+// fixed) → keyBy → Sum (every update emitted) → a function that fails in
+// the first attempts after some records → transactional collect.
+func failingJob(t *testing.T, p int, n int64, failures int, kvs ...string) (*stream.Environment, *stream.Collected[string]) {
+	env := newEnv(t, p, append([]string{
+		"execution.checkpointing.interval", "10 ms",
+		"restart-strategy.type", "fixed-delay",
+		"restart-strategy.fixed-delay.attempts", "5",
+		"restart-strategy.fixed-delay.delay", "10 ms",
+		"taskmanager.network.buffer-records", "64",
+	}, kvs...)...)
+	src := stream.FromSource[kv](env, &stream.Generator[kv]{Count: n, Fn: func(i int64) kv {
+		if i%500 == 0 {
+			time.Sleep(time.Millisecond) // slow enough for several checkpoints
+		}
+		return kv{K: i % 37, V: i}
+	}}, "numbers").SetParallelism(1).UID("numbers")
+	sums := stream.Sum(stream.KeyBy(src, func(x kv) int64 { return x.K }), func(x *kv) *int64 { return &x.V }).UID("sums")
+	// Key 0's updates all reach one subtask, so counting them needs no
+	// lock; the count restarts with every attempt.
+	var seen [16]int
+	out := stream.Process(sums, stream.ProcessFunc[kv, string](func(x kv, ctx *stream.Context, out stream.Collector[string]) error {
+		if x.K == 0 {
+			seen[ctx.Attempt()]++
+			threshold := 100 // after a restore, a little progress first
+			if ctx.Attempt() == 0 {
+				threshold = 400 // past the first checkpoints
+			}
+			if ctx.Attempt() < failures && seen[ctx.Attempt()] == threshold {
+				return fmt.Errorf("injected failure in attempt %d", ctx.Attempt())
+			}
+		}
+		out.Collect(fmt.Sprintf("%d:%d", x.K, x.V))
+		return nil
+	})).UID("fail")
+	return env, stream.Collect(out)
+}
+
+func TestExactlyOnceAfterFailures(t *testing.T) {
+	const n = 60_000
+	want := runningSums(n, 37)
+	for _, p := range []int{1, 2, 4} {
+		for _, failures := range []int{0, 1, 3} {
+			env, got := failingJob(t, p, n, failures)
+			job, err := env.ExecuteAsync(context.Background(), "exactly-once")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := job.Wait(); err != nil {
+				t.Fatalf("p=%d failures=%d: %v", p, failures, err)
+			}
+			g := got.Values()
+			slices.Sort(g)
+			if !slices.Equal(g, want) {
+				t.Fatalf("p=%d failures=%d: committed %d records, want %d (restarts %d, checkpoints %d)",
+					p, failures, len(g), len(want), job.Restarts(), job.CompletedCheckpoints())
+			}
+			if job.Restarts() != failures {
+				t.Fatalf("p=%d: %d restarts, want %d", p, job.Restarts(), failures)
+			}
+			if job.CompletedCheckpoints() == 0 {
+				t.Fatalf("p=%d failures=%d: no checkpoint completed; the test would not exercise recovery", p, failures)
+			}
+			// The last attempt resumed from a checkpoint: its source read
+			// only what came after it.
+			var read int64
+			for _, m := range job.Metrics() {
+				if strings.HasPrefix(m.Task, "Source: numbers") {
+					read += m.RecordsIn
+				}
+			}
+			if failures > 0 && read >= n {
+				t.Fatalf("p=%d failures=%d: the last attempt read all %d records; it did not resume from a checkpoint", p, failures, read)
+			}
+			t.Logf("p=%d failures=%d: %d checkpoints, last attempt read %d records", p, failures, job.CompletedCheckpoints(), read)
+		}
+	}
+}
+
+func TestFailureWithoutRestartStrategyFailsTheJob(t *testing.T) {
+	env, _ := failingJob(t, 2, 20_000, 1, "restart-strategy.type", "none")
+	err := env.Execute(context.Background(), "no-restart")
+	if err == nil || !strings.Contains(err.Error(), "injected failure in attempt 0") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRestartsAreLimited(t *testing.T) {
+	env, _ := failingJob(t, 1, 60_000, 3, "restart-strategy.fixed-delay.attempts", "2")
+	err := env.Execute(context.Background(), "limited")
+	if err == nil || !strings.Contains(err.Error(), "job failed after 2 restarts") || !strings.Contains(err.Error(), "injected failure in attempt 2") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestCheckpointsAreWrittenToTheDirectory(t *testing.T) {
+	dir := t.TempDir()
+	env, got := failingJob(t, 2, 60_000, 1, "state.checkpoints.dir", "file://"+dir)
+	if err := env.Execute(context.Background(), "dir"); err != nil {
+		t.Fatal(err)
+	}
+	if g := got.Values(); len(g) != 60_000 {
+		t.Fatalf("committed %d records", len(g))
+	}
+	// Only the latest checkpoint is retained: <dir>/<job-id>/chk-<n>/_metadata.
+	matches, err := filepath.Glob(filepath.Join(dir, "*", "chk-*", "_metadata"))
+	if err != nil || len(matches) != 1 {
+		t.Fatalf("checkpoint files %v (%v)", matches, err)
+	}
+	data, err := os.ReadFile(matches[0])
+	if err != nil || !strings.Contains(string(data), `"Operators"`) {
+		t.Fatalf("metadata %q (%v)", data, err)
+	}
+}
+
+func TestUnsupportedStateBackendIsAnError(t *testing.T) {
+	env := newEnv(t, 1, "state.backend.type", "pebble")
+	stream.Collect(stream.FromSlice(env, []int64{1}))
+	err := env.Execute(context.Background(), "pebble")
+	if err == nil || !strings.Contains(err.Error(), `state.backend.type "pebble" is not available yet`) {
+		t.Fatalf("err = %v", err)
+	}
+	var oe *stream.OperatorError
+	if errors.As(err, &oe) {
+		t.Fatalf("a configuration error is not an operator error: %v", err)
+	}
+}
