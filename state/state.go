@@ -39,8 +39,9 @@ type MapState[MK comparable, MV any] interface {
 // Backend is the keyed state of one operator subtask: it knows the current
 // key and creates the state handles.
 type Backend[K comparable] struct {
-	current K
-	states  map[string]any
+	current  K
+	states   map[string]any
+	restored map[string][]byte
 }
 
 // NewBackend returns an empty heap backend.
@@ -69,7 +70,7 @@ func Value[T any, K comparable](b *Backend[K], name string, def T) ValueState[T]
 		return s.(*valueState[K, T])
 	}
 	s := &valueState[K, T]{b: b, m: make(map[K]T), def: def}
-	b.states[name] = s
+	b.register(name, s)
 	return s
 }
 
@@ -79,7 +80,7 @@ func List[T any, K comparable](b *Backend[K], name string) ListState[T] {
 		return s.(*listState[K, T])
 	}
 	s := &listState[K, T]{b: b, m: make(map[K][]T)}
-	b.states[name] = s
+	b.register(name, s)
 	return s
 }
 
@@ -89,7 +90,7 @@ func Map[MK comparable, MV any, K comparable](b *Backend[K], name string) MapSta
 		return s.(*mapState[K, MK, MV])
 	}
 	s := &mapState[K, MK, MV]{b: b, m: make(map[K]map[MK]MV)}
-	b.states[name] = s
+	b.register(name, s)
 	return s
 }
 

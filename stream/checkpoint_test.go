@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirproject/weir/state"
 	"github.com/weirproject/weir/stream"
 )
 
@@ -158,5 +159,104 @@ func TestUnsupportedStateBackendIsAnError(t *testing.T) {
 	var oe *stream.OperatorError
 	if errors.As(err, &oe) {
 		t.Fatalf("a configuration error is not an operator error: %v", err)
+	}
+}
+
+// countAndRemind keeps a running count per key in keyed state and sets an
+// event-time timer 50 ms after every record.
+type countAndRemind struct {
+	count state.ValueState[int64]
+	last  state.ListState[int64]
+}
+
+func (c *countAndRemind) Open(ctx *stream.KeyedContext[int64]) error {
+	c.count = state.Value[int64](ctx.State(), "count", 0)
+	c.last = state.List[int64](ctx.State(), "last")
+	return nil
+}
+
+func (c *countAndRemind) ProcessElement(x kv, ctx *stream.KeyedContext[int64], out stream.Collector[string]) error {
+	n, _ := c.count.Value()
+	c.count.Update(n + 1)
+	last := append(slices.Clone(c.last.Get()), x.V)
+	if len(last) > 3 {
+		last = last[1:]
+	}
+	c.last.Update(last)
+	out.Collect(fmt.Sprintf("%d:%d:%v", x.K, n+1, last))
+	ts, _ := ctx.Timestamp()
+	ctx.RegisterEventTimeTimer(ts + 50)
+	return nil
+}
+
+func (c *countAndRemind) OnTimer(ts int64, ctx *stream.KeyedContext[int64], out stream.Collector[string]) error {
+	out.Collect(fmt.Sprintf("t:%d:%d", ctx.CurrentKey(), ts))
+	return nil
+}
+
+func TestKeyedStateAndTimersAreCheckpointed(t *testing.T) {
+	const n, keys = 30_000, 37
+	var want []string
+	counts := map[int64]int64{}
+	lasts := map[int64][]int64{}
+	for i := int64(0); i < n; i++ {
+		k := i % keys
+		counts[k]++
+		lasts[k] = append(lasts[k], i)
+		if len(lasts[k]) > 3 {
+			lasts[k] = lasts[k][1:]
+		}
+		want = append(want, fmt.Sprintf("%d:%d:%v", k, counts[k], lasts[k]), fmt.Sprintf("t:%d:%d", k, i+50))
+	}
+	slices.Sort(want)
+	for _, p := range []int{1, 3} {
+		env := newEnv(t, p,
+			"execution.checkpointing.interval", "10 ms",
+			"restart-strategy.type", "fixed-delay",
+			"restart-strategy.fixed-delay.delay", "10 ms",
+			"taskmanager.network.buffer-records", "64")
+		src := stream.FromSourceWithWatermarks[kv](env, &stream.Generator[kv]{Count: n, Fn: func(i int64) kv {
+			if i%500 == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			return kv{K: i % keys, V: i}
+		}}, "numbers", stream.ForMonotonousTimestamps[kv]().WithTimestampAssigner(func(x kv, _ int64) int64 { return x.V }).WithWatermarkPerEvent()).SetParallelism(1)
+		processed := stream.KeyedProcess[int64, kv, string](stream.KeyBy(src, func(x kv) int64 { return x.K }), &countAndRemind{}).UID("count")
+		var seen [8]int
+		failed := stream.Process(processed, stream.ProcessFunc[string, string](func(s string, ctx *stream.Context, out stream.Collector[string]) error {
+			if strings.HasPrefix(s, "0:") {
+				seen[ctx.Attempt()]++
+				if ctx.Attempt() < 2 && seen[ctx.Attempt()] == 200 {
+					return errors.New("injected")
+				}
+			}
+			out.Collect(s)
+			return nil
+		}))
+		got := stream.Collect(failed)
+		job, err := env.ExecuteAsync(context.Background(), "keyed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := job.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		g := got.Values()
+		slices.Sort(g)
+		if !slices.Equal(g, want) {
+			t.Fatalf("p=%d: committed %d records, want %d (restarts %d, checkpoints %d)", p, len(g), len(want), job.Restarts(), job.CompletedCheckpoints())
+		}
+		if job.Restarts() != 2 || job.CompletedCheckpoints() == 0 {
+			t.Fatalf("p=%d: %d restarts, %d checkpoints", p, job.Restarts(), job.CompletedCheckpoints())
+		}
+		var read int64
+		for _, m := range job.Metrics() {
+			if strings.HasPrefix(m.Task, "Source: numbers") {
+				read += m.RecordsIn
+			}
+		}
+		if read >= n {
+			t.Fatalf("p=%d: the last attempt read all %d records; it did not resume from a checkpoint", p, read)
+		}
 	}
 }

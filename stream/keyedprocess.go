@@ -1,7 +1,8 @@
 package stream
 
 import (
-	"errors"
+	"encoding/json"
+	"fmt"
 
 	"github.com/weirproject/weir/internal/runtime"
 	"github.com/weirproject/weir/state"
@@ -181,20 +182,35 @@ func (c *keyedCore[K, U]) Finish() error {
 
 func (c *keyedCore[K, U]) Close() error { return closeFunction(c.oc, c.userFn) }
 
-// errKeyedStateNotCheckpointed declines checkpoints of keyed process
-// functions that hold state or timers: their snapshots are not written
-// yet, and a checkpoint without them would lose them on recovery. A job
-// that declines restarts from an earlier checkpoint or from the start,
-// which keeps its output exactly once.
-var errKeyedStateNotCheckpointed = errors.New("keyed state and timers of process functions are not checkpointed yet")
-
-// SnapshotState declines while the operator holds state or timers.
-func (c *keyedCore[K, U]) SnapshotState(int64) ([]byte, error) {
-	if c.ctx.backend.Len() > 0 || c.ctx.timers.NumEventTimeTimers() > 0 || c.ctx.timers.NumProcessingTimeTimers() > 0 {
-		return nil, errKeyedStateNotCheckpointed
-	}
-	return nil, nil
+// keyedSnapshot is the checkpointed form of a keyed process operator.
+type keyedSnapshot struct {
+	State  []byte
+	Timers []byte
 }
 
-// RestoreState has nothing to restore: snapshots are always empty.
-func (c *keyedCore[K, U]) RestoreState([]byte) error { return nil }
+// SnapshotState encodes the keyed state of every key and the pending
+// timers.
+func (c *keyedCore[K, U]) SnapshotState(int64) ([]byte, error) {
+	st, err := c.ctx.backend.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	tm, err := c.ctx.timers.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(keyedSnapshot{State: st, Timers: tm})
+}
+
+// RestoreState loads keyed state and timers; state handles created in
+// Open pick up their data.
+func (c *keyedCore[K, U]) RestoreState(data []byte) error {
+	var snap keyedSnapshot
+	if err := json.Unmarshal(data, &snap); err != nil {
+		return fmt.Errorf("decode keyed snapshot: %w", err)
+	}
+	if err := c.ctx.backend.Restore(snap.State); err != nil {
+		return err
+	}
+	return c.ctx.timers.Restore(snap.Timers)
+}

@@ -2,6 +2,9 @@ package runtime
 
 import (
 	"container/heap"
+	"fmt"
+
+	"github.com/weirproject/weir/codec"
 )
 
 // ProcessingTimeService schedules callbacks at processing times; each runs
@@ -224,4 +227,52 @@ func (h *timerSlice[K]) Pop() any {
 	old[len(old)-1] = nil
 	*h = old[:len(old)-1]
 	return t
+}
+
+// Snapshot encodes the pending timers (key and timestamp of each).
+func (s *TimerService[K]) Snapshot() ([]byte, error) {
+	kc, err := codec.For[K]()
+	if err != nil {
+		return nil, fmt.Errorf("timers: %w", err)
+	}
+	buf := codec.Uint64.Append(nil, uint64(len(s.event.items)))
+	for _, t := range s.event.items {
+		buf = codec.Int64.Append(kc.Append(buf, t.key), t.ts)
+	}
+	buf = codec.Uint64.Append(buf, uint64(len(s.proc.items)))
+	for _, t := range s.proc.items {
+		buf = codec.Int64.Append(kc.Append(buf, t.key), t.ts)
+	}
+	return buf, nil
+}
+
+// Restore loads timers from a snapshot; processing-time timers that are
+// already due fire as soon as the task runs.
+func (s *TimerService[K]) Restore(data []byte) error {
+	kc, err := codec.For[K]()
+	if err != nil {
+		return fmt.Errorf("timers: %w", err)
+	}
+	for _, h := range []*timerHeap[K]{&s.event, &s.proc} {
+		n, used, err := codec.Uint64.Decode(data)
+		if err != nil {
+			return fmt.Errorf("timers: %w", err)
+		}
+		data = data[used:]
+		for i := uint64(0); i < n; i++ {
+			k, m, err := kc.Decode(data)
+			if err != nil {
+				return fmt.Errorf("timers: %w", err)
+			}
+			data = data[m:]
+			ts, m, err := codec.Int64.Decode(data)
+			if err != nil {
+				return fmt.Errorf("timers: %w", err)
+			}
+			data = data[m:]
+			h.add(k, ts)
+		}
+	}
+	s.reschedule()
+	return nil
 }
