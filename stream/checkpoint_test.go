@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirproject/weir/connector/file"
 	"github.com/weirproject/weir/state"
 	"github.com/weirproject/weir/stream"
 )
@@ -34,6 +35,29 @@ func runningSums(n, keys int64) []string {
 	return out
 }
 
+// injectFailures passes running sums on as "key:sum" and fails the first
+// attempts: attempt 0 after 400 updates of key 0 (past the first
+// checkpoints), later ones after 100 more (a little progress after the
+// restore). Key 0's updates all reach one subtask, so counting them needs
+// no lock.
+func injectFailures(sums *stream.Stream[kv], failures int) *stream.Stream[string] {
+	var seen [16]int
+	return stream.Process(sums, stream.ProcessFunc[kv, string](func(x kv, ctx *stream.Context, out stream.Collector[string]) error {
+		if x.K == 0 {
+			seen[ctx.Attempt()]++
+			threshold := 100
+			if ctx.Attempt() == 0 {
+				threshold = 400
+			}
+			if ctx.Attempt() < failures && seen[ctx.Attempt()] == threshold {
+				return fmt.Errorf("injected failure in attempt %d", ctx.Attempt())
+			}
+		}
+		out.Collect(fmt.Sprintf("%d:%d", x.K, x.V))
+		return nil
+	})).UID("fail")
+}
+
 // failingJob builds source (parallelism 1, so that each key's order is
 // fixed) → keyBy → Sum (every update emitted) → a function that fails in
 // the first attempts after some records → transactional collect.
@@ -52,23 +76,7 @@ func failingJob(t *testing.T, p int, n int64, failures int, kvs ...string) (*str
 		return kv{K: i % 37, V: i}
 	}}, "numbers").SetParallelism(1).UID("numbers")
 	sums := stream.Sum(stream.KeyBy(src, func(x kv) int64 { return x.K }), func(x *kv) *int64 { return &x.V }).UID("sums")
-	// Key 0's updates all reach one subtask, so counting them needs no
-	// lock; the count restarts with every attempt.
-	var seen [16]int
-	out := stream.Process(sums, stream.ProcessFunc[kv, string](func(x kv, ctx *stream.Context, out stream.Collector[string]) error {
-		if x.K == 0 {
-			seen[ctx.Attempt()]++
-			threshold := 100 // after a restore, a little progress first
-			if ctx.Attempt() == 0 {
-				threshold = 400 // past the first checkpoints
-			}
-			if ctx.Attempt() < failures && seen[ctx.Attempt()] == threshold {
-				return fmt.Errorf("injected failure in attempt %d", ctx.Attempt())
-			}
-		}
-		out.Collect(fmt.Sprintf("%d:%d", x.K, x.V))
-		return nil
-	})).UID("fail")
+	out := injectFailures(sums, failures)
 	return env, stream.Collect(out)
 }
 
@@ -257,6 +265,46 @@ func TestKeyedStateAndTimersAreCheckpointed(t *testing.T) {
 		}
 		if read >= n {
 			t.Fatalf("p=%d: the last attempt read all %d records; it did not resume from a checkpoint", p, read)
+		}
+	}
+}
+
+func TestFileSinkIsExactlyOnceAfterFailures(t *testing.T) {
+	const n = 60_000
+	want := runningSums(n, 37)
+	for _, failures := range []int{0, 2} {
+		dir := t.TempDir()
+		env := newEnv(t, 2,
+			"execution.checkpointing.interval", "10 ms",
+			"restart-strategy.type", "fixed-delay",
+			"restart-strategy.fixed-delay.delay", "10 ms",
+			"taskmanager.network.buffer-records", "64")
+		src := stream.FromSource[kv](env, &stream.Generator[kv]{Count: n, Fn: func(i int64) kv {
+			if i%500 == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			return kv{K: i % 37, V: i}
+		}}, "numbers").SetParallelism(1)
+		sums := stream.Sum(stream.KeyBy(src, func(x kv) int64 { return x.K }), func(x *kv) *int64 { return &x.V })
+		lines := injectFailures(sums, failures)
+		stream.SinkTo(lines, file.Text[string](dir, nil), "files")
+		job, err := env.ExecuteAsync(context.Background(), "files")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := job.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := file.ReadLines(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("failures=%d: the files hold %d lines, want %d (restarts %d, checkpoints %d)", failures, len(got), len(want), job.Restarts(), job.CompletedCheckpoints())
+		}
+		if job.Restarts() != failures {
+			t.Fatalf("%d restarts, want %d", job.Restarts(), failures)
 		}
 	}
 }

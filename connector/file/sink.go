@@ -74,11 +74,13 @@ func (s *TextSink[T]) NewWriter(ctx context.Context, sc connector.SinkContext) (
 		return nil, fmt.Errorf("file: %w", err)
 	}
 	return &TextWriter[T]{
-		format: s.format,
-		tmp:    tmp,
-		final:  filepath.Join(s.dir, fmt.Sprintf("part-%d", sc.Subtask)),
-		f:      f,
-		w:      bufio.NewWriterSize(f, bufferSize),
+		format:  s.format,
+		subtask: sc.Subtask,
+		attempt: sc.AttemptNumber,
+		tmp:     tmp,
+		final:   filepath.Join(s.dir, fmt.Sprintf("part-%d", sc.Subtask)),
+		f:       f,
+		w:       bufio.NewWriterSize(f, bufferSize),
 	}, nil
 }
 
@@ -110,10 +112,17 @@ func removeStale(dir string, subtask, attempt int) {
 // Abort.
 type TextWriter[T any] struct {
 	format func(T) string
-	tmp    string // the in-progress file
-	final  string // what it becomes
-	f      *os.File
-	w      *bufio.Writer
+	// subtask, attempt and seq name the files of transactions
+	// (PrepareCommit); written counts the lines since the last one.
+	subtask, attempt, seq int
+	written               int
+	// transactional is set by the first PrepareCommit: from then on only
+	// Commit publishes, and Close discards the in-progress file.
+	transactional bool
+	tmp           string // the in-progress file
+	final         string // what it becomes
+	f             *os.File
+	w             *bufio.Writer
 	// flushed: everything written has been flushed and synced, so the
 	// file is complete if the input has ended.
 	flushed bool
@@ -131,6 +140,7 @@ func (w *TextWriter[T]) Write(v T, _ int64) error {
 	if w.err != nil {
 		return w.err
 	}
+	w.written++
 	w.w.WriteString(w.format(v))
 	if err := w.w.WriteByte('\n'); err != nil {
 		w.err = fmt.Errorf("file: write %s: %w", w.tmp, unwrapPath(err))
@@ -173,7 +183,7 @@ func (w *TextWriter[T]) Close() error {
 	if w.closed {
 		return nil
 	}
-	if !w.flushed || w.err != nil {
+	if !w.flushed || w.err != nil || w.transactional {
 		return w.Abort()
 	}
 	w.closed = true

@@ -1,0 +1,112 @@
+package file
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/weirproject/weir/connector"
+)
+
+// EncodeSplits implements connector.SplitSerializer: file splits are four
+// plain fields, so a checkpoint stores them as JSON.
+func (s *LineSource) EncodeSplits(splits []connector.Split) ([]byte, error) {
+	out := make([]*FileSplit, len(splits))
+	for i, sp := range splits {
+		fs, ok := sp.(*FileSplit)
+		if !ok {
+			return nil, fmt.Errorf("file: split %q: %w", sp.SplitID(), connector.ErrUnsupportedSplit)
+		}
+		out[i] = fs
+	}
+	return json.Marshal(out)
+}
+
+// DecodeSplits implements connector.SplitSerializer.
+func (s *LineSource) DecodeSplits(data []byte) ([]connector.Split, error) {
+	var in []*FileSplit
+	if err := json.Unmarshal(data, &in); err != nil {
+		return nil, fmt.Errorf("file: decode splits: %w", err)
+	}
+	out := make([]connector.Split, len(in))
+	for i, sp := range in {
+		out[i] = sp
+	}
+	return out, nil
+}
+
+// pendingFile is a prepared transaction of a TextWriter: a complete,
+// synced file that is still hidden.
+type pendingFile struct {
+	Pending string
+	Final   string
+}
+
+// PrepareCommit implements connector.Committer: the lines written since
+// the last commit are flushed, synced and moved to a hidden pending file,
+// and a new in-progress file takes the next lines. Commit publishes the
+// pending file as part-<subtask>-<attempt>-<n>. A checkpoint without new
+// lines prepares nothing; the end of the input always prepares a file, so
+// every subtask publishes at least one.
+func (w *TextWriter[T]) PrepareCommit(checkpointID int64) ([]byte, error) {
+	if err := w.Flush(); err != nil {
+		return nil, err
+	}
+	w.transactional = true
+	final := checkpointID == 1<<63-1
+	if w.written == 0 && !final {
+		return json.Marshal([]pendingFile(nil))
+	}
+	if err := w.f.Close(); err != nil {
+		w.err = fmt.Errorf("file: close %s: %w", w.tmp, unwrapPath(err))
+		return nil, w.err
+	}
+	dir := filepath.Dir(w.tmp)
+	p := pendingFile{
+		Pending: filepath.Join(dir, fmt.Sprintf(".part-%d-%d-%d.pending", w.subtask, w.attempt, w.seq)),
+		Final:   filepath.Join(dir, fmt.Sprintf("part-%d-%d-%d", w.subtask, w.attempt, w.seq)),
+	}
+	w.seq++
+	if err := os.Rename(w.tmp, p.Pending); err != nil {
+		w.err = fmt.Errorf("file: %w", err)
+		return nil, w.err
+	}
+	f, err := os.OpenFile(w.tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		w.err = fmt.Errorf("file: %w", err)
+		return nil, w.err
+	}
+	w.f = f
+	w.w.Reset(f)
+	w.written = 0
+	return json.Marshal([]pendingFile{p})
+}
+
+// Commit implements connector.Committer: it renames pending files to their
+// final names. A transaction committed before (its pending file is gone
+// and its final file exists) is skipped, which makes recovery idempotent.
+func (w *TextWriter[T]) Commit(committables [][]byte) error {
+	for _, c := range committables {
+		var files []pendingFile
+		if err := json.Unmarshal(c, &files); err != nil {
+			return fmt.Errorf("file: decode transaction: %w", err)
+		}
+		for _, p := range files {
+			err := os.Rename(p.Pending, p.Final)
+			if err == nil {
+				syncDir(filepath.Dir(p.Final))
+				continue
+			}
+			if errors.Is(err, os.ErrNotExist) {
+				if _, serr := os.Stat(p.Final); serr == nil {
+					continue // committed before
+				}
+				return fmt.Errorf("file: commit %s: the pending file is gone and %s does not exist", p.Pending, p.Final)
+			}
+			return fmt.Errorf("file: commit: %w", err)
+		}
+	}
+	return nil
+}
