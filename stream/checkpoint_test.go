@@ -308,3 +308,61 @@ func TestFileSinkIsExactlyOnceAfterFailures(t *testing.T) {
 		}
 	}
 }
+
+// sumsToFiles is the running-sum job writing to files, with explicit UIDs
+// so that a later run can take over its state.
+func sumsToFiles(t *testing.T, dir, checkpoints string, p int, n int64, failures int, uid string) *stream.Environment {
+	env := newEnv(t, p,
+		"execution.checkpointing.interval", "10 ms",
+		"state.checkpoints.dir", checkpoints,
+		"taskmanager.network.buffer-records", "64")
+	src := stream.FromSource[kv](env, &stream.Generator[kv]{Count: n, Fn: func(i int64) kv {
+		if i%500 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		return kv{K: i % 37, V: i}
+	}}, "numbers").SetParallelism(1).UID("numbers")
+	sums := stream.Sum(stream.KeyBy(src, func(x kv) int64 { return x.K }), func(x *kv) *int64 { return &x.V }).UID(uid)
+	stream.SinkTo(injectFailures(sums, failures), file.Text[string](dir, nil), "files").UID("files")
+	return env
+}
+
+func TestResumeFromARetainedCheckpoint(t *testing.T) {
+	const n = 60_000
+	out, checkpoints := t.TempDir(), t.TempDir()
+	// The first run fails for good (no restart strategy) after some
+	// checkpoints; its latest checkpoint stays in the directory.
+	err := sumsToFiles(t, out, checkpoints, 2, n, 1, "sums").Execute(context.Background(), "first")
+	if err == nil || !strings.Contains(err.Error(), "injected failure") {
+		t.Fatalf("first run: %v", err)
+	}
+	chk, _ := filepath.Glob(filepath.Join(checkpoints, "*", "chk-*"))
+	if len(chk) != 1 {
+		t.Fatalf("retained checkpoints: %v", chk)
+	}
+
+	// A job whose operator lost its UID cannot take the state.
+	err = sumsToFiles(t, out, t.TempDir(), 2, n, 0, "renamed").RestoreFrom(chk[0], false).Execute(context.Background(), "mismatch")
+	if err == nil || !strings.Contains(err.Error(), `state of operator "sums"`) {
+		t.Fatalf("restore with another UID: %v", err)
+	}
+	// Nor one at another parallelism (rescaling is not there yet).
+	err = sumsToFiles(t, out, t.TempDir(), 3, n, 0, "sums").RestoreFrom(chk[0], false).Execute(context.Background(), "rescale")
+	if err == nil || !strings.Contains(err.Error(), "ran at parallelism 2 and now at 3") {
+		t.Fatalf("restore at another parallelism: %v", err)
+	}
+
+	// The second run resumes: together, the two runs published every
+	// update exactly once.
+	if err := sumsToFiles(t, out, t.TempDir(), 2, n, 0, "sums").RestoreFrom(chk[0], false).Execute(context.Background(), "second"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := file.ReadLines(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if want := runningSums(n, 37); !slices.Equal(got, want) {
+		t.Fatalf("the two runs published %d lines, want %d", len(got), len(want))
+	}
+}

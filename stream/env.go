@@ -36,18 +36,32 @@ type Environment struct {
 	out    io.Writer
 	logger *slog.Logger
 	clock  runtime.Clock
+
+	restorePath      string
+	allowNonRestored bool
+}
+
+// RestoreFrom makes the next Execute start from a retained checkpoint (a
+// chk-<n> directory or its _metadata file), matching state to operators by
+// UID; allowNonRestored accepts state that no operator claims.
+func (env *Environment) RestoreFrom(path string, allowNonRestored bool) *Environment {
+	env.restorePath, env.allowNonRestored = path, allowNonRestored
+	return env
 }
 
 // Flags are the standard flags every job program accepts.
 type Flags struct {
-	parallelism int
-	defs        defineFlag
-	configFile  string
-	plan        planFlag
+	parallelism  int
+	defs         defineFlag
+	configFile   string
+	plan         planFlag
+	fromSnapshot string
+	allowMissing bool
 }
 
 // RegisterFlags adds the standard job flags to fs: --parallelism (-p),
-// -D key=value (repeatable), --config FILE and --plan[=json].
+// -D key=value (repeatable), --config FILE, --plan[=json],
+// --from-savepoint PATH and --allow-non-restored-state.
 func RegisterFlags(fs *flag.FlagSet) *Flags {
 	f := &Flags{}
 	const pUsage = "default parallelism of the job's operators (parallelism.default)"
@@ -56,6 +70,8 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.Var(&f.defs, "D", "set a configuration option, `key=value` (repeatable; overrides --config)")
 	fs.StringVar(&f.configFile, "config", "", "YAML configuration `file` with Flink-style keys")
 	fs.Var(&f.plan, "plan", "print the job graph instead of running the job (--plan or --plan=json)")
+	fs.StringVar(&f.fromSnapshot, "from-savepoint", "", "start from a retained checkpoint: its chk-<n> `directory` or _metadata file")
+	fs.BoolVar(&f.allowMissing, "allow-non-restored-state", false, "start from a checkpoint even if some of its state belongs to no operator of the job")
 	return f
 }
 
@@ -89,6 +105,7 @@ func (f *Flags) Environment() (*Environment, error) {
 	}
 	env := NewEnvironmentWithConfig(cfg)
 	env.plan = string(f.plan)
+	env.restorePath, env.allowNonRestored = f.fromSnapshot, f.allowMissing
 	return env, nil
 }
 
@@ -268,6 +285,16 @@ func (env *Environment) ExecuteAsync(ctx context.Context, jobName string) (*JobC
 
 func (env *Environment) submit(ctx context.Context, jg *graph.JobGraph) (*runtime.Job, error) {
 	mc := &runtime.MiniCluster{Config: env.cfg, Logger: env.logger, Clock: env.clock}
+	if env.restorePath != "" {
+		cp, err := runtime.LoadCheckpoint(env.restorePath)
+		if err != nil {
+			return nil, err
+		}
+		if err := runtime.CheckRestore(cp, jg, env.allowNonRestored); err != nil {
+			return nil, err
+		}
+		mc.Restore = cp
+	}
 	return mc.Submit(ctx, jg)
 }
 

@@ -2,8 +2,10 @@ package runtime
 
 import (
 	"encoding/json"
+
 	"errors"
 	"fmt"
+	"github.com/weirproject/weir/internal/graph"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -36,9 +38,10 @@ type FinalCommitter interface {
 // TaskSnapshot is one subtask's part of a checkpoint: the state of each of
 // its operators by UID.
 type TaskSnapshot struct {
-	Vertex    string
-	Subtask   int
-	Operators map[string][]byte
+	Vertex      string
+	Subtask     int
+	Parallelism int
+	Operators   map[string][]byte
 }
 
 // CompletedCheckpoint is a checkpoint every task acknowledged.
@@ -50,17 +53,25 @@ type CompletedCheckpoint struct {
 	Path string `json:"-"`
 }
 
-// task returns the snapshot of one subtask, or nil.
-func (c *CompletedCheckpoint) task(vertex string, subtask int) *TaskSnapshot {
+// stateFor collects the state of the given operators at one subtask
+// index, wherever they were chained when the checkpoint was taken: state
+// belongs to operators (by UID), not to chains.
+func (c *CompletedCheckpoint) stateFor(uids []string, subtask int) *TaskSnapshot {
 	if c == nil {
 		return nil
 	}
+	out := &TaskSnapshot{Subtask: subtask, Operators: make(map[string][]byte)}
 	for _, t := range c.Tasks {
-		if t.Vertex == vertex && t.Subtask == subtask {
-			return t
+		if t.Subtask != subtask {
+			continue
+		}
+		for _, uid := range uids {
+			if data, ok := t.Operators[uid]; ok {
+				out.Operators[uid] = data
+			}
 		}
 	}
-	return nil
+	return out
 }
 
 // checkpointStorage keeps completed checkpoints: in memory, and in a
@@ -142,6 +153,34 @@ func LoadCheckpoint(path string) (*CompletedCheckpoint, error) {
 	}
 	c.Path = filepath.Dir(meta)
 	return &c, nil
+}
+
+// CheckRestore verifies that a checkpoint fits a job: all of its state
+// must belong to operators of the job, matched by UID (unless
+// allowNonRestored), and each such operator must run at the parallelism
+// it had, since rescaling keyed state is not implemented yet.
+func CheckRestore(cp *CompletedCheckpoint, jg *graph.JobGraph, allowNonRestored bool) error {
+	vertexOf := make(map[string]*graph.JobVertex)
+	for _, v := range jg.Vertices {
+		for _, op := range v.Operators {
+			vertexOf[op.UID] = v
+		}
+	}
+	for _, t := range cp.Tasks {
+		for uid := range t.Operators {
+			v, ok := vertexOf[uid]
+			if !ok {
+				if allowNonRestored {
+					continue
+				}
+				return fmt.Errorf("restore %s: it holds state of operator %q, which the job does not have; give the operator that UID or use --allow-non-restored-state", cp.Path, uid)
+			}
+			if t.Parallelism != 0 && t.Parallelism != v.Parallelism {
+				return fmt.Errorf("restore %s: operator %q ran at parallelism %d and now at %d; rescaling from a checkpoint is not supported yet", cp.Path, uid, t.Parallelism, v.Parallelism)
+			}
+		}
+	}
+	return nil
 }
 
 // barrierTracker decides, for one task, when a checkpoint's barriers have

@@ -156,7 +156,7 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 				done:          make(chan struct{}),
 				clock:         d.mc.Clock,
 				acks:          a.acks,
-				restore:       restore.task(string(v.JobVertex.ID), ev.SubtaskIndex),
+				restore:       restore.stateFor(operatorUIDs(v.JobVertex), ev.SubtaskIndex),
 				head:          &OperatorInfo{Node: headNode.ID, Kind: headNode.Kind, Name: headNode.Name, UID: uidOfNode[headNode.ID]},
 			}
 			if assigned := d.splits[v.JobVertex.ID]; assigned != nil {
@@ -242,6 +242,14 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 	d.job.tasks, d.job.evs = a.tasks, a.evs
 	d.job.mu.Unlock()
 	return a, nil
+}
+
+func operatorUIDs(v *graph.JobVertex) []string {
+	out := make([]string, len(v.Operators))
+	for i, op := range v.Operators {
+		out[i] = op.UID
+	}
+	return out
 }
 
 // run executes attempts until one succeeds, ctx ends, or the restart

@@ -23,7 +23,7 @@ func (t *Task) triggerCheckpoint(id int64) { t.checkpoint(id) }
 // goroutine, between two records, so no operator locks; an operator that
 // cannot snapshot declines the checkpoint without failing the task.
 func (t *Task) checkpoint(id int64) {
-	snap := &TaskSnapshot{Vertex: t.vertexID, Subtask: t.subtask, Operators: make(map[string][]byte)}
+	snap := &TaskSnapshot{Vertex: t.vertexID, Subtask: t.subtask, Parallelism: t.parallelism, Operators: make(map[string][]byte)}
 	var declined error
 	for _, ns := range t.snapshotters {
 		t.current = ns.info
