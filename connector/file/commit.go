@@ -47,7 +47,8 @@ type pendingFile struct {
 // PrepareCommit implements connector.Committer: the lines written since
 // the last commit are flushed, synced and moved to a hidden pending file,
 // and a new in-progress file takes the next lines. Commit publishes the
-// pending file as part-<subtask>-<attempt>-<n>. A checkpoint without new
+// pending file as part-<subtask>-<attempt>-<n>-<run>, where run is random
+// per writer so that runs sharing a directory never collide. A checkpoint without new
 // lines prepares nothing; the end of the input always prepares a file, so
 // every subtask publishes at least one.
 func (w *TextWriter[T]) PrepareCommit(checkpointID int64) ([]byte, error) {
@@ -65,8 +66,8 @@ func (w *TextWriter[T]) PrepareCommit(checkpointID int64) ([]byte, error) {
 	}
 	dir := filepath.Dir(w.tmp)
 	p := pendingFile{
-		Pending: filepath.Join(dir, fmt.Sprintf(".part-%d-%d-%d.pending", w.subtask, w.attempt, w.seq)),
-		Final:   filepath.Join(dir, fmt.Sprintf("part-%d-%d-%d", w.subtask, w.attempt, w.seq)),
+		Pending: filepath.Join(dir, fmt.Sprintf(".part-%d-%d-%d-%s.pending", w.subtask, w.attempt, w.seq, w.run)),
+		Final:   filepath.Join(dir, fmt.Sprintf("part-%d-%d-%d-%s", w.subtask, w.attempt, w.seq, w.run)),
 	}
 	w.seq++
 	if err := os.Rename(w.tmp, p.Pending); err != nil {

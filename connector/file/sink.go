@@ -3,6 +3,8 @@ package file
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -73,8 +75,11 @@ func (s *TextSink[T]) NewWriter(ctx context.Context, sc connector.SinkContext) (
 	if err != nil {
 		return nil, fmt.Errorf("file: %w", err)
 	}
+	var token [4]byte
+	_, _ = rand.Read(token[:])
 	return &TextWriter[T]{
 		format:  s.format,
+		run:     hex.EncodeToString(token[:]),
 		subtask: sc.Subtask,
 		attempt: sc.AttemptNumber,
 		tmp:     tmp,
@@ -116,6 +121,9 @@ type TextWriter[T any] struct {
 	// (PrepareCommit); written counts the lines since the last one.
 	subtask, attempt, seq int
 	written               int
+	// run makes transaction file names unique when several runs (a job
+	// resumed from a checkpoint, say) write to one directory.
+	run string
 	// transactional is set by the first PrepareCommit: from then on only
 	// Commit publishes, and Close discards the in-progress file.
 	transactional bool
