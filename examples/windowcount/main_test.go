@@ -128,17 +128,25 @@ func multisetDiff(got, want []string) string {
 		len(got), len(want), len(missing), show(missing), len(extra), show(extra))
 }
 
-// genInput generates a CSV of n lines over many keys (some much more
-// frequent than others), with timestamps that are mostly a little out of
-// order, now and then far out of order (so that some elements are late
+// inputShape says what genInput generates.
+type inputShape struct {
+	lines    int
+	keys     int   // some much more frequent than others
+	start    int64 // the first timestamp, roughly
+	step     int64 // event time advances by up to step per line
+	disorder int64 // most elements are up to disorder out of order
+	far      int64 // one in 40 is up to far out of order
+}
+
+// genInput generates a CSV with timestamps that are mostly a little out
+// of order, now and then far out of order (so that some elements are late
 // whatever the bound), and with jumps in event time. Some lines carry a
 // value, some have spaces around the fields, and a few are blank.
-func genInput(seed uint64, n int) (csv string, recs []record) {
+func genInput(seed uint64, sh inputShape) (csv string, recs []record) {
 	rng := rand.New(rand.NewPCG(seed, 99))
-	const keys = 30
-	clock := int64(1_700_000_000_000)
+	clock := sh.start
 	var b strings.Builder
-	for range n {
+	for range sh.lines {
 		switch rng.IntN(400) {
 		case 0:
 			b.WriteString("\n")
@@ -147,15 +155,15 @@ func genInput(seed uint64, n int) (csv string, recs []record) {
 			b.WriteString("   \n")
 			continue
 		}
-		clock += rng.Int64N(25)
+		clock += rng.Int64N(sh.step)
 		if rng.IntN(300) == 0 {
-			clock += 1000 + rng.Int64N(3000)
+			clock += 40*sh.step + rng.Int64N(120*sh.step)
 		}
-		ts := clock - rng.Int64N(300)
+		ts := clock - rng.Int64N(sh.disorder)
 		if rng.IntN(40) == 0 {
-			ts = clock - rng.Int64N(5000)
+			ts = clock - rng.Int64N(sh.far)
 		}
-		key := fmt.Sprintf("key%02d", int(rng.ExpFloat64()*6)%keys)
+		key := fmt.Sprintf("key%02d", int(rng.ExpFloat64()*float64(sh.keys)/5)%sh.keys)
 		recs = append(recs, record{key, ts})
 		switch rng.IntN(6) {
 		case 0:
@@ -168,6 +176,10 @@ func genInput(seed uint64, n int) (csv string, recs []record) {
 	}
 	return b.String(), recs
 }
+
+// defaultShape is an input of a few thousand elements over 30 keys in
+// about two minutes of event time.
+var defaultShape = inputShape{lines: 4000, keys: 30, start: 1_700_000_000_000, step: 25, disorder: 300, far: 5000}
 
 func writeFile(t *testing.T, name, text string) string {
 	t.Helper()
@@ -193,54 +205,73 @@ func (sp spec) args() []string {
 	return append(a, "--out-of-orderness", ms(sp.outOfOrderness), "--allowed-lateness", ms(sp.lateness))
 }
 
-// TestAgainstModel runs the example on a random input for every window
+// specs returns every combination of the window kinds (with the given
+// sizes) with the out-of-orderness and allowed lateness values.
+func specs(size, slide, gap int64, ooos, latenesses []int64) []spec {
+	var out []spec
+	for _, base := range []spec{
+		{kind: tumbling, size: size, slide: size},
+		{kind: sliding, size: size, slide: slide},
+		{kind: session, gap: gap},
+	} {
+		for _, ooo := range ooos {
+			for _, lateness := range latenesses {
+				sp := base
+				sp.outOfOrderness, sp.lateness = ooo, lateness
+				out = append(out, sp)
+			}
+		}
+	}
+	return out
+}
+
+// TestAgainstModel runs the example on random inputs for every window
 // kind, with and without out-of-orderness and allowed lateness, at
 // parallelism 1, 2 and 4, and compares its output with the model's.
 func TestAgainstModel(t *testing.T) {
-	csv, recs := genInput(1, 4000)
-	input := writeFile(t, "events.csv", csv)
-	var specs []spec
-	for _, base := range []spec{
-		{kind: tumbling, size: 1000, slide: 1000},
-		{kind: sliding, size: 1000, slide: 250},
-		{kind: session, gap: 200},
-	} {
-		for _, ooo := range []int64{0, 250} {
-			for _, lateness := range []int64{0, 400} {
-				sp := base
-				sp.outOfOrderness, sp.lateness = ooo, lateness
-				specs = append(specs, sp)
-			}
-		}
+	inputs := []struct {
+		name  string
+		shape inputShape
+		specs []spec
+	}{
+		{"epoch", defaultShape, specs(1000, 250, 200, []int64{0, 250}, []int64{0, 400})},
+		// Around time 0 (negative timestamps), more keys, windows small
+		// next to the disorder.
+		{"zero", inputShape{lines: 3000, keys: 60, start: -20_000, step: 15, disorder: 400, far: 3000},
+			specs(200, 100, 60, []int64{0, 150, 1000}, []int64{0, 1500})},
 	}
 	var total modelStats
-	for _, sp := range specs {
-		want, st := model(recs, sp)
-		t.Logf("%v: %d lines, %+v", sp, len(want), st)
-		total.late += st.late
-		total.refirings += st.refirings
-		total.merges += st.merges
-		total.absorbedLate += st.absorbedLate
-		total.touching += st.touching
-		for _, p := range []string{"1", "2", "4"} {
-			args := append([]string{"--input", input, "-p", p}, sp.args()...)
-			if p == "4" {
-				// Every exchange through the record codecs, as over the
-				// network.
-				args = append(args, "-D", "pipeline.force-serialization=true")
-			}
-			res := run(t, args...)
-			if res.code != 0 {
-				t.Fatalf("%v at -p %s: exit %d\n%s", sp, p, res.code, res.stderr)
-			}
-			if d := multisetDiff(lines(res.stdout), want); d != "" {
-				t.Errorf("%v at -p %s (windowcount %s) differs from the model: %s", sp, p, strings.Join(args, " "), d)
+	for i, in := range inputs {
+		csv, recs := genInput(uint64(i+1), in.shape)
+		input := writeFile(t, in.name+".csv", csv)
+		for _, sp := range in.specs {
+			want, st := model(recs, sp)
+			t.Logf("%s, %v: %d lines, %+v", in.name, sp, len(want), st)
+			total.late += st.late
+			total.refirings += st.refirings
+			total.merges += st.merges
+			total.absorbedLate += st.absorbedLate
+			total.touching += st.touching
+			for _, p := range []string{"1", "2", "4"} {
+				args := append([]string{"--input", input, "-p", p}, sp.args()...)
+				if p == "4" {
+					// Every exchange through the record codecs, as over
+					// the network.
+					args = append(args, "-D", "pipeline.force-serialization=true")
+				}
+				res := run(t, args...)
+				if res.code != 0 {
+					t.Fatalf("%s, %v at -p %s: exit %d\n%s", in.name, sp, p, res.code, res.stderr)
+				}
+				if d := multisetDiff(lines(res.stdout), want); d != "" {
+					t.Errorf("%s, %v at -p %s (windowcount %s) differs from the model: %s", in.name, sp, p, strings.Join(args, " "), d)
+				}
 			}
 		}
 	}
-	// The input must exercise what the test is about.
+	// The inputs must exercise what the test is about.
 	if total.late == 0 || total.refirings == 0 || total.merges == 0 || total.absorbedLate == 0 || total.touching == 0 {
-		t.Errorf("the input exercises too little: %+v", total)
+		t.Errorf("the inputs exercise too little: %+v", total)
 	}
 }
 
@@ -283,7 +314,7 @@ func TestEmbeddedSample(t *testing.T) {
 // returns the text, the valid records and the line numbers of the
 // malformed lines.
 func withMalformed(seed uint64) (string, []record, []int) {
-	csv, recs := genInput(seed, 2000)
+	csv, recs := genInput(seed, inputShape{lines: 2000, keys: 30, start: 1_700_000_000_000, step: 25, disorder: 300, far: 5000})
 	ls := lines(csv)
 	bad := []string{"key01", "key01,12x", ",1700000000000", "key01,1700000000000,3,4", "key01,1700000000000,lots", "key01;1700000000000"}
 	var at []int
