@@ -72,7 +72,10 @@ func (p *broadcastOp[T, B, U]) Emit2(v B, ts int64) {
 	}
 }
 
-func (p *broadcastOp[T, B, U]) EmitWatermark(wm int64)        { p.col.out.EmitWatermark(wm) }
+func (p *broadcastOp[T, B, U]) EmitWatermark(wm int64) {
+	p.col.out.EmitWatermark(wm)
+	p.oc.ForwardToSideOutputs(wm)
+}
 func (p *broadcastOp[T, B, U]) EmitWatermarkStatus(idle bool) { runtime.EmitStatus(p.col.out, idle) }
 
 func (p *broadcastOp[T, B, U]) Open() error {

@@ -200,9 +200,12 @@ func (env *Environment) SetOutput(w io.Writer) *Environment {
 	return env
 }
 
-// fail records a mistake in building the dataflow; Execute reports all of
-// them.
-func (env *Environment) fail(err error) { env.errs = append(env.errs, err) }
+// Fail records a mistake in building the dataflow, for packages that
+// build on stream (window, connectors); Execute and --plan report all of
+// them before anything runs.
+func (env *Environment) Fail(err error) { env.errs = append(env.errs, err) }
+
+func (env *Environment) fail(err error) { env.Fail(err) }
 
 // JobGraph builds the job graph of the dataflow defined so far.
 func (env *Environment) JobGraph(jobName string) (*graph.JobGraph, error) {

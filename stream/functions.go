@@ -206,7 +206,10 @@ func (p *processOp[T, U]) Emit(v T, ts int64) {
 	}
 }
 
-func (p *processOp[T, U]) EmitWatermark(wm int64)        { p.col.out.EmitWatermark(wm) }
+func (p *processOp[T, U]) EmitWatermark(wm int64) {
+	p.col.out.EmitWatermark(wm)
+	p.oc.ForwardToSideOutputs(wm)
+}
 func (p *processOp[T, U]) EmitWatermarkStatus(idle bool) { runtime.EmitStatus(p.col.out, idle) }
 
 func (p *processOp[T, U]) Open() error {

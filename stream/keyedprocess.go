@@ -141,6 +141,7 @@ func (c *keyedCore[K, U]) begin(key K, ts int64) {
 func (c *keyedCore[K, U]) EmitWatermark(wm int64) {
 	c.ctx.timers.AdvanceWatermark(wm)
 	c.col.out.EmitWatermark(wm)
+	c.oc.ForwardToSideOutputs(wm)
 }
 
 func (c *keyedCore[K, U]) EmitWatermarkStatus(idle bool) { runtime.EmitStatus(c.col.out, idle) }

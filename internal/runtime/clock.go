@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"container/heap"
+	"math"
 	"sync"
 	"time"
 )
@@ -24,8 +25,13 @@ func (WallClock) NowMillis() int64 { return time.Now().UnixMilli() }
 
 // AfterFunc implements Clock.
 func (WallClock) AfterFunc(atMillis int64, f func()) func() bool {
-	d := time.Duration(atMillis-time.Now().UnixMilli()) * time.Millisecond
-	t := time.AfterFunc(max(d, 0), f)
+	ms := atMillis - time.Now().UnixMilli()
+	// Beyond ~292 years a Duration overflows; such a timer never fires.
+	const maxMillis = int64(math.MaxInt64 / int64(time.Millisecond))
+	if ms > maxMillis || atMillis == math.MaxInt64 {
+		return func() bool { return true }
+	}
+	t := time.AfterFunc(max(time.Duration(ms)*time.Millisecond, 0), f)
 	return t.Stop
 }
 
@@ -48,10 +54,15 @@ func (c *ManualClock) NowMillis() int64 {
 	return c.now
 }
 
-// AfterFunc implements Clock.
+// AfterFunc implements Clock. A time that has already passed fires at once
+// (in its own goroutine, as the wall clock's timers do).
 func (c *ManualClock) AfterFunc(atMillis int64, f func()) func() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if atMillis <= c.now {
+		go f()
+		return func() bool { return false }
+	}
 	c.seq++
 	t := &manualTimer{at: atMillis, seq: c.seq, f: f}
 	heap.Push(&c.pending, t)

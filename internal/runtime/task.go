@@ -189,6 +189,14 @@ type namedSnapshotter struct {
 	s    Snapshotter
 }
 
+// ForwardToSideOutputs passes a watermark to every side output, so that
+// their consumers' event time advances with the main output's.
+func (oc *OperatorContext) ForwardToSideOutputs(wm int64) {
+	for _, o := range oc.SideOutputs {
+		o.(interface{ EmitWatermark(int64) }).EmitWatermark(wm)
+	}
+}
+
 // Fail stops the task with an error attributed to the running operator.
 func (oc *OperatorContext) Fail(err error) { panic(userFailure{err}) }
 
