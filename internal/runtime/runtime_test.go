@@ -1,0 +1,161 @@
+package runtime
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func TestValveIsTheMinimumOverActiveChannels(t *testing.T) {
+	v := newValve(3)
+	steps := []struct {
+		op      string
+		channel int
+		wm      int64
+		want    int64 // 0: no new watermark
+	}{
+		{"wm", 0, 10, 0},
+		{"wm", 1, 20, 0},
+		{"wm", 2, 5, 5},
+		{"wm", 2, 30, 10},
+		{"idle", 0, 0, 20},  // channel 0 no longer holds it back
+		{"wm", 1, 25, 25},   // min(25, 30)
+		{"active", 0, 0, 0}, // back, but behind: the watermark does not go back
+		{"wm", 0, 40, 0},    // min(40, 25, 30) = 25, already there
+		{"end", 1, 0, 30},   // an ended channel counts as +inf
+		{"wm", 0, 50, 0},    // min(50, 30)
+		{"end", 2, 0, 50},
+	}
+	for i, s := range steps {
+		var got int64
+		var ok bool
+		switch s.op {
+		case "wm":
+			got, ok = v.update(s.channel, s.wm)
+		case "idle", "active":
+			_, got, ok = v.setIdle(s.channel, s.op == "idle")
+		case "end":
+			got, ok = v.end(s.channel)
+		}
+		if !ok {
+			got = 0
+		}
+		if got != s.want {
+			t.Fatalf("step %d %+v: got %d, want %d", i, s, got, s.want)
+		}
+	}
+}
+
+func TestValveAllIdle(t *testing.T) {
+	v := newValve(2)
+	if changed, _, _ := v.setIdle(0, true); changed {
+		t.Fatal("one idle channel made the task idle")
+	}
+	if changed, _, _ := v.setIdle(1, true); !changed || !v.isIdle {
+		t.Fatal("all channels idle, the task is not")
+	}
+	if changed, _, _ := v.setIdle(1, false); !changed || v.isIdle {
+		t.Fatal("an active channel did not make the task active")
+	}
+}
+
+func TestBarrierAlignment(t *testing.T) {
+	b := newBarrierTracker(true, 2, 1) // input 0 with 2 channels, input 1 with 1
+	if id := b.barrier(0, 0, 1); id != 0 || !b.blocked(0, 0) || b.blocked(0, 1) {
+		t.Fatalf("after the first barrier: id %d, blocked %v %v", id, b.blocked(0, 0), b.blocked(0, 1))
+	}
+	if id := b.barrier(1, 0, 1); id != 0 {
+		t.Fatal("completed with a channel missing")
+	}
+	if id := b.barrier(0, 1, 1); id != 1 {
+		t.Fatalf("the last barrier did not complete checkpoint 1: %d", id)
+	}
+	if b.blocked(0, 0) || b.blocked(1, 0) {
+		t.Fatal("channels stay blocked after the checkpoint")
+	}
+	// A channel that ends completes an alignment it was missing from.
+	b.barrier(0, 0, 2)
+	b.barrier(1, 0, 2)
+	if id := b.end(0, 1); id != 2 {
+		t.Fatalf("end of the last channel did not complete checkpoint 2: %d", id)
+	}
+	// A newer barrier overtakes an unfinished alignment.
+	if id := b.barrier(0, 0, 3); id != 0 {
+		t.Fatal("completed early")
+	}
+	if id := b.barrier(1, 0, 4); id != 0 || b.blocked(0, 0) {
+		t.Fatal("checkpoint 3's blocking survived checkpoint 4")
+	}
+	if id := b.barrier(0, 0, 4); id != 4 {
+		t.Fatalf("checkpoint 4 did not complete: %d", id)
+	}
+	// Stale barriers are ignored.
+	if id := b.barrier(0, 0, 3); id != 0 || b.blocked(0, 0) {
+		t.Fatal("a stale barrier started an alignment")
+	}
+}
+
+func TestAtLeastOnceNeverBlocks(t *testing.T) {
+	b := newBarrierTracker(false, 2)
+	b.barrier(0, 0, 1)
+	if b.blocked(0, 0) {
+		t.Fatal("at-least-once blocked a channel")
+	}
+	if id := b.barrier(0, 1, 1); id != 1 {
+		t.Fatal("at-least-once did not complete")
+	}
+}
+
+func TestTimerHeapOrderAndDeduplication(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	h := newTimerHeap[int]()
+	want := map[[2]int64]bool{}
+	for i := 0; i < 2000; i++ {
+		k, ts := rng.IntN(20), int64(rng.IntN(300))
+		added := h.add(k, ts)
+		if added == want[[2]int64{int64(k), ts}] {
+			t.Fatalf("add(%d, %d) = %v with the timer already set = %v", k, ts, added, want[[2]int64{int64(k), ts}])
+		}
+		want[[2]int64{int64(k), ts}] = true
+		if rng.IntN(4) == 0 {
+			dk, dts := rng.IntN(20), int64(rng.IntN(300))
+			if h.remove(dk, dts) != want[[2]int64{int64(dk), dts}] {
+				t.Fatalf("remove(%d, %d) disagrees with the set", dk, dts)
+			}
+			delete(want, [2]int64{int64(dk), dts})
+		}
+	}
+	var got []int64
+	for len(h.items) > 0 {
+		tm := h.pop()
+		if !want[[2]int64{int64(tm.key), tm.ts}] {
+			t.Fatalf("popped a timer that was never set or was removed: %v", tm)
+		}
+		delete(want, [2]int64{int64(tm.key), tm.ts})
+		got = append(got, tm.ts)
+	}
+	if len(want) != 0 || !slices.IsSorted(got) {
+		t.Fatalf("%d timers left, sorted %v", len(want), slices.IsSorted(got))
+	}
+}
+
+func TestKeyHashIsStable(t *testing.T) {
+	// The hash decides where keyed state lives: it must be the same in
+	// every process and every release, or restored state lands in the
+	// wrong subtask. These values are pinned.
+	hs, _ := NewKeyHasher[string]()
+	hi, _ := NewKeyHasher[int64]()
+	type pair struct {
+		A string
+		B int32
+	}
+	hp, err := NewKeyHasher[pair]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []uint64{hs("weir"), hi(42), hp(pair{"x", 7})}
+	want := []uint64{2723438343022078094, 9297814886316923340, 7897733003623731230}
+	if !slices.Equal(got, want) {
+		t.Fatalf("key hashes changed: got %v, want %v", got, want)
+	}
+}
