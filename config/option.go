@@ -120,6 +120,22 @@ func intOption(key string, def, lo, hi int, desc string) Option[int] {
 	}}
 }
 
+// floatOption declares a Double option accepting values >= lo.
+func floatOption(key string, def, lo float64, desc string) Option[float64] {
+	expect := fmt.Sprintf("expected a number >= %g", lo)
+	return Option[float64]{Key: key, Default: def, Description: desc, kind: kind[float64]{
+		name: "Double",
+		parse: func(s string) (float64, error) {
+			f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+			if err != nil || f < lo || math.IsNaN(f) || math.IsInf(f, 0) {
+				return 0, errors.New(expect)
+			}
+			return f, nil
+		},
+		format: func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) },
+	}}
+}
+
 func boolOption(key string, def bool, desc string) Option[bool] {
 	return Option[bool]{Key: key, Default: def, Description: desc, kind: kind[bool]{
 		name: "Boolean",

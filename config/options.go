@@ -127,6 +127,30 @@ var (
 	RestartDelay = durationOption("restart-strategy.fixed-delay.delay", time.Second, false,
 		"Pause before each restart of the fixed-delay strategy.")
 
+	FailureRateMaxFailures = intOption("restart-strategy.failure-rate.max-failures-per-interval", 1, 1, math.MaxInt,
+		"Failures the failure-rate strategy tolerates within one interval; one more fails the job.")
+
+	FailureRateInterval = durationOption("restart-strategy.failure-rate.failure-rate-interval", time.Minute, false,
+		"Interval over which the failure-rate strategy counts failures.")
+
+	FailureRateDelay = durationOption("restart-strategy.failure-rate.delay", time.Second, false,
+		"Pause before each restart of the failure-rate strategy.")
+
+	ExponentialInitialBackoff = durationOption("restart-strategy.exponential-delay.initial-backoff", time.Second, false,
+		"First pause of the exponential-delay strategy.")
+
+	ExponentialMaxBackoff = durationOption("restart-strategy.exponential-delay.max-backoff", time.Minute, false,
+		"Longest pause of the exponential-delay strategy.")
+
+	ExponentialMultiplier = floatOption("restart-strategy.exponential-delay.backoff-multiplier", 1.5, 1,
+		"Factor by which the exponential-delay pause grows after each failure.")
+
+	ExponentialResetThreshold = durationOption("restart-strategy.exponential-delay.reset-backoff-threshold", time.Hour, false,
+		"A job that ran this long without failing starts again from the initial backoff.")
+
+	ExponentialAttempts = intOption("restart-strategy.exponential-delay.attempts-before-reset-backoff", math.MaxInt32, 1, math.MaxInt,
+		"Restarts the exponential-delay strategy allows before the job fails (counted since the last reset).")
+
 	RestartStrategy = enumOption("restart-strategy.type", RestartStrategyNone,
 		[]string{RestartStrategyNone, RestartStrategyFixedDelay, RestartStrategyFailureRate, RestartStrategyExponentialDelay},
 		"How a failed job is restarted: none fails the job at the first failure; "+
@@ -159,6 +183,14 @@ var catalog = []catalogOption{
 	RestartStrategy,
 	RestartAttempts,
 	RestartDelay,
+	FailureRateMaxFailures,
+	FailureRateInterval,
+	FailureRateDelay,
+	ExponentialInitialBackoff,
+	ExponentialMaxBackoff,
+	ExponentialMultiplier,
+	ExponentialResetThreshold,
+	ExponentialAttempts,
 }
 
 var (

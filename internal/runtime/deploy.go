@@ -255,28 +255,26 @@ func operatorUIDs(v *graph.JobVertex) []string {
 // run executes attempts until one succeeds, ctx ends, or the restart
 // strategy gives up.
 func (d *deployer) run(ctx context.Context, a *attempt) error {
-	maxRestarts := 0
-	if config.RestartStrategy.Get(d.cfg) == config.RestartStrategyFixedDelay {
-		maxRestarts = config.RestartAttempts.Get(d.cfg)
-	}
-	delay := config.RestartDelay.Get(d.cfg)
+	strategy := newRestartStrategy(d.cfg)
 	for {
+		started := time.Now()
 		err := d.runAttempt(ctx, a)
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
-		if a.number >= maxRestarts {
-			if maxRestarts > 0 {
-				return fmt.Errorf("job failed after %d restarts: %w", a.number, err)
+		delay, giveUp := strategy.onFailure(time.Now(), time.Since(started))
+		if giveUp != nil {
+			if _, none := strategy.(noRestart); none {
+				return err
 			}
-			return err
+			return fmt.Errorf("%v: %w", giveUp, err)
 		}
 		restore := d.storage.latestCheckpoint()
 		from := "from the beginning (no checkpoint completed)"
 		if restore != nil {
 			from = fmt.Sprintf("from checkpoint %d", restore.ID)
 		}
-		d.logger.Warn("job failed; restarting", "attempt", a.number+1, "from", from, "err", err)
+		d.logger.Warn("job failed; restarting", "attempt", a.number+1, "from", from, "delay", delay, "err", err)
 		select {
 		case <-time.After(delay):
 		case <-ctx.Done():

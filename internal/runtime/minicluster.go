@@ -178,11 +178,6 @@ func (mc *MiniCluster) Submit(ctx context.Context, jg *graph.JobGraph) (*Job, er
 	if b := config.StateBackend.Get(cfg); b != config.StateBackendHashMap {
 		return nil, fmt.Errorf("runtime: state.backend.type %q is not available yet; use %q", b, config.StateBackendHashMap)
 	}
-	switch r := config.RestartStrategy.Get(cfg); r {
-	case config.RestartStrategyNone, config.RestartStrategyFixedDelay:
-	default:
-		return nil, fmt.Errorf("runtime: restart-strategy.type %q is not available yet; use %q or %q", r, config.RestartStrategyNone, config.RestartStrategyFixedDelay)
-	}
 	eg, err := graph.BuildExecutionGraph(jg)
 	if err != nil {
 		return nil, err

@@ -3,7 +3,9 @@ package runtime
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestValveIsTheMinimumOverActiveChannels(t *testing.T) {
@@ -157,5 +159,44 @@ func TestKeyHashIsStable(t *testing.T) {
 	want := []uint64{2723438343022078094, 9297814886316923340, 7897733003623731230}
 	if !slices.Equal(got, want) {
 		t.Fatalf("key hashes changed: got %v, want %v", got, want)
+	}
+}
+
+func TestRestartStrategies(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	fd := &fixedDelay{attempts: 2, delay: time.Second}
+	for i := 0; i < 2; i++ {
+		if d, err := fd.onFailure(t0, 0); err != nil || d != time.Second {
+			t.Fatalf("fixed-delay restart %d: %v %v", i, d, err)
+		}
+	}
+	if _, err := fd.onFailure(t0, 0); err == nil || !strings.Contains(err.Error(), "after 2 restarts") {
+		t.Fatalf("fixed-delay third failure: %v", err)
+	}
+
+	fr := &failureRate{max: 2, interval: time.Minute, delay: time.Second}
+	for _, at := range []time.Duration{0, 30 * time.Second, 70 * time.Second, 80 * time.Second} {
+		// At 70 s the failure at 0 s has left the one-minute window (two
+		// remain: 30, 70); at 80 s there are three within it: one too many.
+		_, err := fr.onFailure(t0.Add(at), 0)
+		if want := at == 80*time.Second; (err != nil) != want {
+			t.Fatalf("failure-rate at %v: %v", at, err)
+		}
+	}
+
+	ed := &exponentialDelay{initial: time.Second, max: 5 * time.Second, multiplier: 2, reset: time.Hour, attempts: 100}
+	var delays []time.Duration
+	for i := 0; i < 5; i++ {
+		d, err := ed.onFailure(t0, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delays = append(delays, d)
+	}
+	if want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}; !slices.Equal(delays, want) {
+		t.Fatalf("exponential delays %v, want %v", delays, want)
+	}
+	if d, _ := ed.onFailure(t0, 2*time.Hour); d != time.Second {
+		t.Fatalf("after a long healthy run the backoff did not reset: %v", d)
 	}
 }
