@@ -366,3 +366,73 @@ func TestResumeFromARetainedCheckpoint(t *testing.T) {
 		t.Fatalf("the two runs published %d lines, want %d", len(got), len(want))
 	}
 }
+
+// endlessSums is an unbounded running-sum job writing to files.
+func endlessSums(t *testing.T, dir string) *stream.Environment {
+	env := newEnv(t, 2, "taskmanager.network.buffer-records", "64")
+	src := stream.FromSource[kv](env, &stream.Generator[kv]{Count: -1, Fn: func(i int64) kv {
+		if i%200 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		return kv{K: i % 37, V: i}
+	}}, "numbers").SetParallelism(1).UID("numbers")
+	sums := stream.Sum(stream.KeyBy(src, func(x kv) int64 { return x.K }), func(x *kv) *int64 { return &x.V }).UID("sums")
+	lines := stream.Map(sums, func(x kv) string { return fmt.Sprintf("%d:%d", x.K, x.V) }).UID("format")
+	stream.SinkTo(lines, file.Text[string](dir, nil), "files").UID("files")
+	return env
+}
+
+func TestSavepointsStopAndResume(t *testing.T) {
+	out, savepoints := t.TempDir(), t.TempDir()
+	ctx := context.Background()
+
+	job, err := endlessSums(t, out).ExecuteAsync(ctx, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	// A savepoint of a running job leaves it running.
+	sp1, err := job.TriggerSavepoint(ctx, savepoints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(sp1, "_metadata")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	sp2, err := job.StopWithSavepoint(ctx, savepoints, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Wait(); err != nil {
+		t.Fatalf("a job stopped with a savepoint ends without error: %v", err)
+	}
+
+	// Savepoints are self-contained: move it, then resume from the copy.
+	moved := filepath.Join(t.TempDir(), "moved")
+	if err := os.Rename(sp2, moved); err != nil {
+		t.Fatal(err)
+	}
+	job, err = endlessSums(t, out).RestoreFrom(moved, false).ExecuteAsync(ctx, "second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, err := job.StopWithSavepoint(ctx, savepoints, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Together the two runs published the running sums of a prefix of the
+	// input, every update exactly once.
+	got, err := file.ReadLines(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if want := runningSums(int64(len(got)), 37); len(got) < 1000 || !slices.Equal(got, want) {
+		t.Fatalf("published %d lines that are not the running sums of the first %d records", len(got), len(got))
+	}
+}

@@ -322,6 +322,22 @@ func (c *JobClient) Metrics() []runtime.TaskMetrics { return c.job.Metrics() }
 // ExecutionGraph returns the job's execution graph (attempts, states, slots).
 func (c *JobClient) ExecutionGraph() *graph.ExecutionGraph { return c.job.Graph }
 
+// TriggerSavepoint takes a savepoint into a new directory under dir and
+// returns its path; the job keeps running. A savepoint is
+// self-contained: it may be moved before a job resumes from it
+// (RestoreFrom, --from-savepoint).
+func (c *JobClient) TriggerSavepoint(ctx context.Context, dir string) (string, error) {
+	return c.job.TriggerSavepoint(ctx, dir, false, false)
+}
+
+// StopWithSavepoint takes a savepoint and ends the job (Wait returns nil).
+// With drain, the sources first emit the maximum watermark, so that every
+// event-time window and timer fires before the savepoint; use it when the
+// job will not be resumed.
+func (c *JobClient) StopWithSavepoint(ctx context.Context, dir string, drain bool) (string, error) {
+	return c.job.TriggerSavepoint(ctx, dir, true, drain)
+}
+
 // Restarts returns how many times the job restarted after failures.
 func (c *JobClient) Restarts() int { return c.job.Restarts() }
 

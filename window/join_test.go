@@ -90,3 +90,34 @@ func TestWindowJoinMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+func TestStopWithSavepointDrainsWindows(t *testing.T) {
+	cfg := config.New()
+	config.Parallelism.Set(cfg, 2)
+	env := stream.NewEnvironmentWithConfig(cfg)
+	// An endless stream of ones, 1 ms of event time apart, in 1 s
+	// windows: without draining, the open window would never fire.
+	src := stream.FromSourceWithWatermarks[int64](env, &stream.Generator[int64]{Count: -1, Fn: func(i int64) int64 {
+		if i%100 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		return i
+	}}, "ticks", stream.ForMonotonousTimestamps[int64]().WithTimestampAssigner(func(v, _ int64) int64 { return v })).SetParallelism(1)
+	counts := window.Reduce(window.Of(stream.KeyBy(stream.Map(src, func(int64) int64 { return 1 }), func(int64) int { return 0 }), window.TumblingEventTime(time.Hour)),
+		func(a, b int64) int64 { return a + b })
+	got := stream.Collect(counts)
+	job, err := env.ExecuteAsync(context.Background(), "drain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, err := job.StopWithSavepoint(context.Background(), t.TempDir(), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if v := got.Values(); len(v) != 1 || v[0] < 100 {
+		t.Fatalf("the drained window fired %v", v)
+	}
+}

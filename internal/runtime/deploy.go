@@ -2,9 +2,12 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -24,6 +27,9 @@ type deployer struct {
 	job     *Job
 	storage *checkpointStorage
 	splits  map[graph.JobVertexID][][]connector.Split
+	// savepoints carries savepoint requests to the current attempt's
+	// coordinator.
+	savepoints chan *savepointRequest
 }
 
 // attempt is one deployment of every subtask.
@@ -315,10 +321,8 @@ func (d *deployer) runAttempt(ctx context.Context, a *attempt) error {
 			return err
 		})
 	}
-	if interval := config.CheckpointInterval.Get(d.cfg); interval > 0 {
-		c := &coordinator{d: d, a: a, interval: interval, timeout: config.CheckpointTimeout.Get(d.cfg)}
-		group.Go(func() error { return c.run(gctx) })
-	}
+	c := &coordinator{d: d, a: a, interval: config.CheckpointInterval.Get(d.cfg), timeout: config.CheckpointTimeout.Get(d.cfg)}
+	group.Go(func() error { return c.run(gctx) })
 	err := group.Wait()
 	if err != nil {
 		return err
@@ -335,12 +339,10 @@ func (d *deployer) runAttempt(ctx context.Context, a *attempt) error {
 	return nil
 }
 
-// errJobFinished ends the coordinator when every task finished.
-var errJobFinished = errors.New("job finished")
-
 // coordinator triggers checkpoints at the sources, collects the tasks'
 // acknowledgements, stores completed checkpoints and notifies the tasks.
-// One checkpoint is in flight at a time.
+// It also takes savepoints on request. One checkpoint is in flight at a
+// time.
 type coordinator struct {
 	d        *deployer
 	a        *attempt
@@ -348,9 +350,39 @@ type coordinator struct {
 	timeout  time.Duration
 }
 
+// savepointRequest asks the coordinator for a savepoint: a checkpoint
+// written, self-contained, to dir. With drain, the sources first emit the
+// maximum watermark so that every event-time window and timer fires into
+// the savepoint's output; stop ends the job once the savepoint is taken.
+type savepointRequest struct {
+	dir         string
+	drain, stop bool
+	reply       chan savepointResult
+}
+
+type savepointResult struct {
+	path string
+	err  error
+}
+
+// inflight is the checkpoint the coordinator waits for.
+type inflight struct {
+	id        int64
+	started   time.Time
+	acks      map[int]*TaskSnapshot
+	declined  error
+	savepoint *savepointRequest
+}
+
 func (c *coordinator) run(ctx context.Context) error {
-	ticker := time.NewTicker(c.interval)
-	defer ticker.Stop()
+	var tick <-chan time.Time
+	if c.interval > 0 {
+		ticker := time.NewTicker(c.interval)
+		defer ticker.Stop()
+		tick = ticker.C
+	}
+	timeoutTicker := time.NewTicker(max(c.timeout/10, 10*time.Millisecond))
+	defer timeoutTicker.Stop()
 	allDone := make(chan struct{})
 	go func() {
 		// Owned by the coordinator: ends when every task ended, which the
@@ -361,71 +393,138 @@ func (c *coordinator) run(ctx context.Context) error {
 		close(allDone)
 	}()
 	var (
-		pending  int64
-		started  time.Time
-		acks     map[int]*TaskSnapshot
-		next     = c.nextID()
-		declined bool
+		cur    *inflight
+		queued []*savepointRequest
+		next   = c.nextID()
 	)
+	fail := func(r *savepointRequest, err error) {
+		if r != nil {
+			r.reply <- savepointResult{err: err}
+		}
+	}
+	start := func(sp *savepointRequest) {
+		if c.anyTaskDone() {
+			fail(sp, errors.New("savepoint: the job has finished tasks; savepoints need every task running"))
+			return
+		}
+		cur = &inflight{id: next, started: time.Now(), acks: make(map[int]*TaskSnapshot), savepoint: sp}
+		next++
+		drain := sp != nil && sp.drain
+		for _, t := range c.a.tasks {
+			if t.isSource {
+				id := cur.id
+				t.send(func() { t.triggerCheckpoint(id, drain) })
+			}
+		}
+	}
 	for {
+		if cur == nil && len(queued) > 0 {
+			sp := queued[0]
+			queued = queued[1:]
+			start(sp)
+		}
 		select {
 		case <-ctx.Done():
 			<-allDone
+			if cur != nil {
+				fail(cur.savepoint, fmt.Errorf("savepoint: the job ended before it completed: %w", context.Cause(ctx)))
+			}
+			for _, q := range queued {
+				fail(q, errors.New("savepoint: the job ended"))
+			}
 			return nil
 		case <-allDone:
+			if cur != nil {
+				fail(cur.savepoint, errors.New("savepoint: the job finished before it completed"))
+			}
+			for _, q := range queued {
+				fail(q, errors.New("savepoint: the job finished"))
+			}
 			return nil
-		case <-ticker.C:
-			if pending != 0 {
-				if time.Since(started) > c.timeout {
-					c.d.logger.Warn("checkpoint timed out", "checkpoint", pending)
-					pending = 0
-				}
-				continue
+		case sp := <-c.d.savepoints:
+			queued = append(queued, sp)
+		case <-timeoutTicker.C:
+			if cur != nil && time.Since(cur.started) > c.timeout {
+				c.d.logger.Warn("checkpoint timed out", "checkpoint", cur.id)
+				fail(cur.savepoint, fmt.Errorf("savepoint: timed out after %v (execution.checkpointing.timeout)", c.timeout))
+				cur = nil
 			}
-			if c.anyTaskDone() {
-				continue // checkpoints need every task running
-			}
-			pending, started, acks, declined = next, time.Now(), make(map[int]*TaskSnapshot), false
-			next++
-			for _, t := range c.a.tasks {
-				if t.isSource {
-					id := pending
-					t.send(func() { t.triggerCheckpoint(id) })
-				}
+		case <-tick:
+			if cur == nil && len(queued) == 0 {
+				start(nil)
 			}
 		case ack := <-c.a.acks:
-			if ack.id != pending {
+			if cur == nil || ack.id != cur.id {
 				continue
 			}
-			if ack.err != nil {
-				if !declined {
-					c.d.logger.Warn("checkpoint declined", "checkpoint", ack.id, "err", ack.err)
-				}
-				declined = true
+			if ack.err != nil && cur.declined == nil {
+				c.d.logger.Warn("checkpoint declined", "checkpoint", ack.id, "err", ack.err)
+				cur.declined = ack.err
 			}
-			acks[ack.task] = ack.snap
-			if len(acks) < len(c.a.tasks) {
+			cur.acks[ack.task] = ack.snap
+			if len(cur.acks) < len(c.a.tasks) {
 				continue
 			}
-			id := pending
-			pending = 0
-			if declined {
+			done := cur
+			cur = nil
+			if done.declined != nil {
+				fail(done.savepoint, fmt.Errorf("savepoint: declined: %w", done.declined))
 				continue
 			}
-			cp := &CompletedCheckpoint{ID: id, JobID: c.d.storage.jobID}
+			cp := &CompletedCheckpoint{ID: done.id, JobID: c.d.storage.jobID}
 			for i := range c.a.tasks {
-				cp.Tasks = append(cp.Tasks, acks[i])
+				cp.Tasks = append(cp.Tasks, done.acks[i])
+			}
+			if done.savepoint != nil {
+				path, err := writeSavepoint(done.savepoint.dir, cp)
+				if err != nil {
+					fail(done.savepoint, err)
+					continue
+				}
+				if done.savepoint.stop {
+					// The sinks commit what the savepoint covers before the
+					// job ends, so that a job that is not resumed loses
+					// nothing.
+					c.notifyAndWait(ctx, done.id)
+					c.d.job.stop()
+				} else {
+					c.notify(done.id)
+				}
+				done.savepoint.reply <- savepointResult{path: path}
+				continue
 			}
 			if err := c.d.storage.store(cp); err != nil {
-				c.d.logger.Error("storing checkpoint failed", "checkpoint", id, "err", err)
+				c.d.logger.Error("storing checkpoint failed", "checkpoint", done.id, "err", err)
 				continue
 			}
 			c.d.job.mu.Lock()
 			c.d.job.completed++
 			c.d.job.mu.Unlock()
-			for _, t := range c.a.tasks {
-				t.send(func() { t.notifyCheckpointComplete(id) })
-			}
+			c.notify(done.id)
+		}
+	}
+}
+
+func (c *coordinator) notify(id int64) {
+	for _, t := range c.a.tasks {
+		t.send(func() { t.notifyCheckpointComplete(id) })
+	}
+}
+
+// notifyAndWait notifies every task and waits until they all handled it.
+func (c *coordinator) notifyAndWait(ctx context.Context, id int64) {
+	handled := make(chan struct{}, len(c.a.tasks))
+	for _, t := range c.a.tasks {
+		t.send(func() {
+			t.notifyCheckpointComplete(id)
+			handled <- struct{}{}
+		})
+	}
+	for range c.a.tasks {
+		select {
+		case <-handled:
+		case <-ctx.Done():
+			return
 		}
 	}
 }
@@ -446,4 +545,28 @@ func (c *coordinator) anyTaskDone() bool {
 		}
 	}
 	return false
+}
+
+// writeSavepoint writes a savepoint: self-contained (the state is inside
+// the metadata) and relocatable (no absolute paths), so it may be moved.
+func writeSavepoint(dir string, cp *CompletedCheckpoint) (string, error) {
+	if dir == "" {
+		return "", errors.New("savepoint: no target directory")
+	}
+	path := filepath.Join(dir, fmt.Sprintf("savepoint-%s-%d", cp.JobID[:8], cp.ID))
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return "", fmt.Errorf("savepoint: %w", err)
+	}
+	data, err := json.Marshal(cp)
+	if err != nil {
+		return "", fmt.Errorf("savepoint: encode: %w", err)
+	}
+	tmp := filepath.Join(path, "_metadata.inprogress")
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return "", fmt.Errorf("savepoint: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(path, "_metadata")); err != nil {
+		return "", fmt.Errorf("savepoint: %w", err)
+	}
+	return path, nil
 }

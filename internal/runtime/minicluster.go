@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/internal/graph"
@@ -39,12 +40,43 @@ type Job struct {
 	done   chan struct{}
 	err    error
 
+	savepoints chan *savepointRequest
+	stopped    atomic.Bool
+
 	mu       sync.Mutex
 	tasks    []*Task
 	evs      []*graph.ExecutionVertex
 	restarts int
 	// completed counts completed checkpoints.
 	completed int
+}
+
+// TriggerSavepoint takes a savepoint of the running job into a new
+// directory under dir and returns its path. With stop, the job ends after
+// the savepoint (Wait returns nil); with drain, the sources first emit the
+// maximum watermark, so that every event-time window and timer fires
+// before the savepoint.
+func (j *Job) TriggerSavepoint(ctx context.Context, dir string, stop, drain bool) (string, error) {
+	req := &savepointRequest{dir: dir, stop: stop, drain: drain, reply: make(chan savepointResult, 1)}
+	select {
+	case j.savepoints <- req:
+	case <-j.done:
+		return "", fmt.Errorf("savepoint: the job has ended: %v", j.err)
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	select {
+	case r := <-req.reply:
+		return r.path, r.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// stop ends the job after a stop-with-savepoint.
+func (j *Job) stop() {
+	j.stopped.Store(true)
+	j.cancel()
 }
 
 // Restarts returns how many times the job restarted after a failure.
@@ -193,7 +225,8 @@ func (mc *MiniCluster) Submit(ctx context.Context, jg *graph.JobGraph) (*Job, er
 	}
 	jobCtx, cancel := context.WithCancel(ctx)
 	job := &Job{Graph: eg, Slots: slots, cancel: cancel, done: make(chan struct{})}
-	d := &deployer{mc: mc, cfg: cfg, logger: logger, jg: jg, eg: eg, job: job, storage: storage}
+	d := &deployer{mc: mc, cfg: cfg, logger: logger, jg: jg, eg: eg, job: job, storage: storage, savepoints: make(chan *savepointRequest)}
+	job.savepoints = d.savepoints
 	if err := d.enumerateSplits(jobCtx); err != nil {
 		cancel()
 		return nil, err
@@ -212,7 +245,10 @@ func (mc *MiniCluster) Submit(ctx context.Context, jg *graph.JobGraph) (*Job, er
 		// attempt's goroutines end before the next starts.
 		err := d.run(jobCtx, first)
 		cancel()
-		if err == nil && ctx.Err() != nil {
+		if job.stopped.Load() {
+			// Stopped with a savepoint: the job ends as intended.
+			err = nil
+		} else if err == nil && ctx.Err() != nil {
 			err = ctx.Err()
 		}
 		job.err = err

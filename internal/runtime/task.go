@@ -96,8 +96,10 @@ type Task struct {
 	writers      []Writer
 	lifecycles   []Lifecycle // registration order: tail of the chain first
 	snapshotters []namedSnapshotter
-	listeners    []CheckpointListener
-	finals       []FinalCommitter
+	// drainSource emits the maximum watermark from a source task.
+	drainSource func()
+	listeners   []CheckpointListener
+	finals      []FinalCommitter
 
 	// failed is set before the operators close after a failure, so that
 	// sinks discard instead of publish.
@@ -718,6 +720,7 @@ func RunSource[T any](t *Task, h *SourceHead[T]) error {
 		stop := t.startFlushTimer()
 		defer stop()
 		out := &sourceOutput[T]{t: t, out: h.Out}
+		t.drainSource = func() { h.Out.EmitWatermark(MaxWatermark) }
 		for {
 			select {
 			case f := <-t.mailbox:

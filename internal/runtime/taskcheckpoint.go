@@ -15,8 +15,15 @@ func (t *Task) send(f func()) {
 }
 
 // triggerCheckpoint starts a checkpoint at a source task, between two
-// polls: its barrier goes out after everything emitted so far.
-func (t *Task) triggerCheckpoint(id int64) { t.checkpoint(id) }
+// polls: its barrier goes out after everything emitted so far. With drain
+// (stop-with-savepoint) the maximum watermark goes first, so that event
+// time ends before the savepoint.
+func (t *Task) triggerCheckpoint(id int64, drain bool) {
+	if drain && t.drainSource != nil {
+		t.drainSource()
+	}
+	t.checkpoint(id)
+}
 
 // checkpoint snapshots the task's operators, sends the barrier downstream
 // and acknowledges to the coordinator. The snapshot is taken in the task's
