@@ -58,7 +58,7 @@ func (ks *KeyedStream[K, T]) Reduce(fn func(acc, v T) T) *Stream[T] {
 // heap per record.
 func (ks *KeyedStream[K, T]) reduceInPlace(update func(acc, v *T)) *Stream[T] {
 	return addNode[T, T](ks.s, "reduce", "Reduce", oneInput(func(oc *runtime.OperatorContext, out runtime.Output[T]) (runtime.Output[T], error) {
-		op := &reduceOp[K, T]{oc: oc, key: ks.key, update: update, out: out, batch: oc.Batch, index: make(map[K]int32)}
+		op := &reduceOp[K, T]{oc: oc, key: ks.key, hash: ks.hasher, update: update, out: out, batch: oc.Batch, index: make(map[K]int32)}
 		oc.Register(op)
 		return op, nil
 	}))
@@ -70,6 +70,7 @@ func (ks *KeyedStream[K, T]) reduceInPlace(update func(acc, v *T)) *Stream[T] {
 type reduceOp[K comparable, T any] struct {
 	oc      *runtime.OperatorContext
 	key     func(T) K
+	hash    runtime.KeyHasher[K]
 	update  func(acc, v *T)
 	out     runtime.Output[T]
 	batch   bool
@@ -127,8 +128,11 @@ func (r *reduceOp[K, T]) SnapshotState(int64) ([]byte, error) {
 	return buf, nil
 }
 
-// RestoreState loads the results of a checkpoint.
+// RestoreState loads the results of a checkpoint; after a rescale it is
+// called with every old subtask's piece and keeps the keys of this
+// subtask's key groups.
 func (r *reduceOp[K, T]) RestoreState(data []byte) error {
+	keep := keyFilter(r.oc, r.hash)
 	kc, vc, err := reduceCodecs[K, T]()
 	if err != nil {
 		return err
@@ -149,10 +153,26 @@ func (r *reduceOp[K, T]) RestoreState(data []byte) error {
 			return err
 		}
 		data = data[m:]
+		if keep != nil && !keep(k) {
+			continue
+		}
 		r.index[k] = int32(len(r.results))
 		r.results = append(r.results, v)
 	}
 	return nil
+}
+
+// keyFilter returns, for a rescaled restore, the test that a key belongs
+// to this subtask's key groups; nil when every restored key is ours.
+func keyFilter[K any](oc *runtime.OperatorContext, hash runtime.KeyHasher[K]) func(K) bool {
+	if !oc.Rescaled() {
+		return nil
+	}
+	r, maxP := oc.KeyGroups(), oc.Info.MaxParallelism
+	return func(k K) bool {
+		kg := runtime.KeyGroupFor(hash(k), maxP)
+		return kg >= r.Start && kg <= r.End
+	}
 }
 
 func reduceCodecs[K, T any]() (codec.Codec[K], codec.Codec[T], error) {

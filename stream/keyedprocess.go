@@ -2,6 +2,7 @@ package stream
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/weirproject/weir/internal/runtime"
@@ -210,8 +211,11 @@ func (c *keyedCore[K, U]) RestoreState(data []byte) error {
 	if err := json.Unmarshal(data, &snap); err != nil {
 		return fmt.Errorf("decode keyed snapshot: %w", err)
 	}
+	if c.oc.Rescaled() {
+		return errors.New("rescaling the keyed state of process functions is not supported yet; restore at the checkpoint's parallelism")
+	}
 	if err := c.ctx.backend.Restore(snap.State); err != nil {
 		return err
 	}
-	return c.ctx.timers.Restore(snap.Timers)
+	return c.ctx.timers.Restore(snap.Timers, nil)
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/json"
+	"slices"
 
 	"errors"
 	"fmt"
@@ -42,6 +43,18 @@ type TaskSnapshot struct {
 	Subtask     int
 	Parallelism int
 	Operators   map[string][]byte
+	// MaxParallelism is each operator's number of key groups, which a
+	// restore must keep.
+	MaxParallelism map[string]int
+}
+
+// restoredState is what one subtask restores: for each operator UID the
+// snapshot pieces to load. At an unchanged parallelism that is the same
+// subtask's piece; after a rescale every old subtask's piece, and keyed
+// operators keep the keys of their key groups.
+type restoredState struct {
+	pieces   map[string][][]byte
+	rescaled map[string]bool
 }
 
 // CompletedCheckpoint is a checkpoint every task acknowledged.
@@ -53,22 +66,42 @@ type CompletedCheckpoint struct {
 	Path string `json:"-"`
 }
 
-// stateFor collects the state of the given operators at one subtask
-// index, wherever they were chained when the checkpoint was taken: state
-// belongs to operators (by UID), not to chains.
-func (c *CompletedCheckpoint) stateFor(uids []string, subtask int) *TaskSnapshot {
+// stateFor collects the state of the given operators for one subtask,
+// wherever they were chained when the checkpoint was taken: state belongs
+// to operators (by UID), not to chains.
+func (c *CompletedCheckpoint) stateFor(uids []string, subtask, parallelism int) *restoredState {
 	if c == nil {
 		return nil
 	}
-	out := &TaskSnapshot{Subtask: subtask, Operators: make(map[string][]byte)}
-	for _, t := range c.Tasks {
-		if t.Subtask != subtask {
-			continue
-		}
-		for _, uid := range uids {
-			if data, ok := t.Operators[uid]; ok {
-				out.Operators[uid] = data
+	out := &restoredState{pieces: make(map[string][][]byte), rescaled: make(map[string]bool)}
+	for _, uid := range uids {
+		var own []byte
+		var all [][]byte
+		oldParallelism := 0
+		// Old subtasks in index order, so that every new subtask sees the
+		// pieces in the same order.
+		tasks := slices.Clone(c.Tasks)
+		slices.SortFunc(tasks, func(a, b *TaskSnapshot) int { return a.Subtask - b.Subtask })
+		for _, t := range tasks {
+			data, ok := t.Operators[uid]
+			if !ok {
+				continue
 			}
+			oldParallelism = t.Parallelism
+			all = append(all, data)
+			if t.Subtask == subtask {
+				own = data
+			}
+		}
+		switch {
+		case len(all) == 0:
+		case oldParallelism == parallelism:
+			if own != nil {
+				out.pieces[uid] = [][]byte{own}
+			}
+		default:
+			out.pieces[uid] = all
+			out.rescaled[uid] = true
 		}
 	}
 	return out
@@ -157,26 +190,27 @@ func LoadCheckpoint(path string) (*CompletedCheckpoint, error) {
 
 // CheckRestore verifies that a checkpoint fits a job: all of its state
 // must belong to operators of the job, matched by UID (unless
-// allowNonRestored), and each such operator must run at the parallelism
-// it had, since rescaling keyed state is not implemented yet.
+// allowNonRestored), and each keyed operator must keep its max
+// parallelism: its key groups are what rescaling redistributes.
 func CheckRestore(cp *CompletedCheckpoint, jg *graph.JobGraph, allowNonRestored bool) error {
 	vertexOf := make(map[string]*graph.JobVertex)
+	nodeOf := make(map[string]*graph.StreamNode)
 	for _, v := range jg.Vertices {
 		for _, op := range v.Operators {
 			vertexOf[op.UID] = v
+			nodeOf[op.UID] = jg.Stream.Node(op.Node)
 		}
 	}
 	for _, t := range cp.Tasks {
 		for uid := range t.Operators {
-			v, ok := vertexOf[uid]
-			if !ok {
+			if _, ok := vertexOf[uid]; !ok {
 				if allowNonRestored {
 					continue
 				}
 				return fmt.Errorf("restore %s: it holds state of operator %q, which the job does not have; give the operator that UID or use --allow-non-restored-state", cp.Path, uid)
 			}
-			if t.Parallelism != 0 && t.Parallelism != v.Parallelism {
-				return fmt.Errorf("restore %s: operator %q ran at parallelism %d and now at %d; rescaling from a checkpoint is not supported yet", cp.Path, uid, t.Parallelism, v.Parallelism)
+			if mp := t.MaxParallelism[uid]; mp != 0 && mp != nodeOf[uid].MaxParallelism {
+				return fmt.Errorf("restore %s: operator %q had max parallelism %d and now %d; the number of key groups cannot change", cp.Path, uid, mp, nodeOf[uid].MaxParallelism)
 			}
 		}
 	}

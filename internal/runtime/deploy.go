@@ -162,8 +162,8 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 				done:          make(chan struct{}),
 				clock:         d.mc.Clock,
 				acks:          a.acks,
-				restore:       restore.stateFor(operatorUIDs(v.JobVertex), ev.SubtaskIndex),
-				head:          &OperatorInfo{Node: headNode.ID, Kind: headNode.Kind, Name: headNode.Name, UID: uidOfNode[headNode.ID]},
+				restore:       restore.stateFor(operatorUIDs(v.JobVertex), ev.SubtaskIndex, v.JobVertex.Parallelism),
+				head:          &OperatorInfo{Node: headNode.ID, Kind: headNode.Kind, Name: headNode.Name, UID: uidOfNode[headNode.ID], MaxParallelism: headNode.MaxParallelism},
 			}
 			if assigned := d.splits[v.JobVertex.ID]; assigned != nil {
 				t.splits = assigned[ev.SubtaskIndex]
@@ -206,7 +206,7 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 				}
 				oc := &OperatorContext{
 					Task:        t,
-					Info:        &OperatorInfo{Node: n.ID, Kind: n.Kind, Name: n.Name, UID: uidOfNode[n.ID]},
+					Info:        &OperatorInfo{Node: n.ID, Kind: n.Kind, Name: n.Name, UID: uidOfNode[n.ID], MaxParallelism: n.MaxParallelism},
 					Node:        n,
 					SideOutputs: make(map[string]any),
 					Batch:       batch,

@@ -51,6 +51,8 @@ type OperatorInfo struct {
 	Name string
 	// UID matches the operator's state in checkpoints.
 	UID string
+	// MaxParallelism is the operator's number of key groups.
+	MaxParallelism int
 }
 
 func (o *OperatorInfo) String() string { return fmt.Sprintf("%s %q", o.Kind, o.Name) }
@@ -85,7 +87,7 @@ type Task struct {
 	// done is closed when the task's goroutine returned.
 	done    chan struct{}
 	acks    chan<- checkpointAck
-	restore *TaskSnapshot
+	restore *restoredState
 	clock   Clock
 	pts     *ProcessingTimeService
 	// current is the operator running user code right now; a panic or a
@@ -143,6 +145,19 @@ func (t *Task) ProcessingTime() *ProcessingTimeService {
 		t.pts = &ProcessingTimeService{task: t, clock: clock, stops: make(map[int64]func() bool)}
 	}
 	return t.pts
+}
+
+// Rescaled reports whether the operator's state comes from a checkpoint
+// taken at another parallelism: RestoreState then gets every old
+// subtask's piece.
+func (oc *OperatorContext) Rescaled() bool {
+	return oc.Task.restore != nil && oc.Task.restore.rescaled[oc.Info.UID]
+}
+
+// KeyGroups returns the key groups this subtask owns, for keyed operators
+// that keep only their keys when restoring a rescaled checkpoint.
+func (oc *OperatorContext) KeyGroups() KeyGroupRange {
+	return KeyGroupRangeForSubtask(oc.Info.MaxParallelism, oc.Task.parallelism, oc.Task.subtask)
 }
 
 // Failed reports, while the operators close, whether the task failed.
@@ -227,7 +242,7 @@ func (t *Task) run(body func()) (err error) {
 	}()
 	if t.restore != nil {
 		for _, ns := range t.snapshotters {
-			if data, ok := t.restore.Operators[ns.info.UID]; ok {
+			for _, data := range t.restore.pieces[ns.info.UID] {
 				t.current = ns.info
 				if err := ns.s.RestoreState(data); err != nil {
 					return t.wrap(fmt.Errorf("restore from checkpoint: %w", err), "")
@@ -706,7 +721,7 @@ func RunSource[T any](t *Task, h *SourceHead[T]) error {
 		}
 		return nil
 	}})
-	t.snapshotters = append(t.snapshotters, namedSnapshotter{info: h.Info, s: &sourceSnapshotter[T]{t: t, src: h.Source, reader: &reader}})
+	t.snapshotters = append(t.snapshotters, namedSnapshotter{info: h.Info, s: &sourceSnapshotter[T]{t: t, uid: h.Info.UID, src: h.Source, reader: &reader}})
 	return t.run(func() {
 		t.current = h.Info
 		r, err := h.Source.NewReader(t.ctx, connector.SplitContext{Subtask: t.subtask, Parallelism: t.parallelism})
@@ -763,9 +778,12 @@ func RunSource[T any](t *Task, h *SourceHead[T]) error {
 
 // sourceSnapshotter checkpoints a source reader's position: its splits.
 type sourceSnapshotter[T any] struct {
-	t      *Task
-	src    connector.Source[T]
-	reader *connector.SplitReader[T]
+	t        *Task
+	uid      string
+	src      connector.Source[T]
+	reader   *connector.SplitReader[T]
+	restored bool
+	seen     int
 }
 
 func (s *sourceSnapshotter[T]) serializer() (connector.SplitSerializer, error) {
@@ -799,7 +817,21 @@ func (s *sourceSnapshotter[T]) RestoreState(data []byte) error {
 	if err != nil {
 		return err
 	}
-	s.t.splits = splits
+	if !s.restored {
+		s.restored, s.t.splits, s.seen = true, nil, 0
+	}
+	if !s.t.restore.rescaled[s.uid] {
+		s.t.splits = splits
+		return nil
+	}
+	// Rescaled: every subtask sees all old subtasks' splits in the same
+	// order and takes every p-th, so that each split is read once.
+	for _, sp := range splits {
+		if s.seen%s.t.parallelism == s.t.subtask {
+			s.t.splits = append(s.t.splits, sp)
+		}
+		s.seen++
+	}
 	return nil
 }
 

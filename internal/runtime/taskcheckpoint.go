@@ -30,7 +30,8 @@ func (t *Task) triggerCheckpoint(id int64, drain bool) {
 // goroutine, between two records, so no operator locks; an operator that
 // cannot snapshot declines the checkpoint without failing the task.
 func (t *Task) checkpoint(id int64) {
-	snap := &TaskSnapshot{Vertex: t.vertexID, Subtask: t.subtask, Parallelism: t.parallelism, Operators: make(map[string][]byte)}
+	snap := &TaskSnapshot{Vertex: t.vertexID, Subtask: t.subtask, Parallelism: t.parallelism,
+		Operators: make(map[string][]byte), MaxParallelism: make(map[string]int)}
 	var declined error
 	for _, ns := range t.snapshotters {
 		t.current = ns.info
@@ -41,6 +42,7 @@ func (t *Task) checkpoint(id int64) {
 		}
 		if data != nil {
 			snap.Operators[ns.info.UID] = data
+			snap.MaxParallelism[ns.info.UID] = ns.info.MaxParallelism
 		}
 	}
 	t.current = t.head

@@ -246,9 +246,11 @@ func (s *TimerService[K]) Snapshot() ([]byte, error) {
 	return buf, nil
 }
 
-// Restore loads timers from a snapshot; processing-time timers that are
-// already due fire as soon as the task runs.
-func (s *TimerService[K]) Restore(data []byte) error {
+// Restore loads timers from a snapshot, keeping those whose key keep
+// accepts (nil keeps all); it may be called once per old subtask after a
+// rescale. Processing-time timers that are already due fire as soon as
+// the task runs.
+func (s *TimerService[K]) Restore(data []byte, keep func(K) bool) error {
 	kc, err := codec.For[K]()
 	if err != nil {
 		return fmt.Errorf("timers: %w", err)
@@ -270,7 +272,9 @@ func (s *TimerService[K]) Restore(data []byte) error {
 				return fmt.Errorf("timers: %w", err)
 			}
 			data = data[m:]
-			h.add(k, ts)
+			if keep == nil || keep(k) {
+				h.add(k, ts)
+			}
 		}
 	}
 	s.reschedule()
