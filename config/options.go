@@ -32,6 +32,9 @@ const (
 	RestartStrategyFixedDelay       = "fixed-delay"
 	RestartStrategyFailureRate      = "failure-rate"
 	RestartStrategyExponentialDelay = "exponential-delay"
+
+	RetentionDeleteOnCancellation = "DELETE_ON_CANCELLATION"
+	RetentionRetainOnCancellation = "RETAIN_ON_CANCELLATION"
 )
 
 // Pipeline options.
@@ -116,6 +119,26 @@ var (
 	CheckpointTimeout = durationOption("execution.checkpointing.timeout", 10*time.Minute, false,
 		"Time after which a checkpoint that has not completed is aborted.")
 
+	CheckpointMinPause = durationOption("execution.checkpointing.min-pause", 0, false,
+		"Least time between the end of one checkpoint and the start of the next, so that a job "+
+			"whose checkpoints are slow still makes progress between them.")
+
+	CheckpointMaxConcurrent = intOption("execution.checkpointing.max-concurrent-checkpoints", 1, 1, 1,
+		"Checkpoints in flight at once. Only 1 is supported.")
+
+	TolerableCheckpointFailures = intOption("execution.checkpointing.tolerable-failed-checkpoints", -1, -1, math.MaxInt,
+		"Consecutive failed checkpoints (declined or timed out) a job tolerates; one more fails it "+
+			"(and the restart strategy decides). -1 tolerates any number.")
+
+	ExternalizedRetention = enumOption("execution.checkpointing.externalized-checkpoint-retention", RetentionDeleteOnCancellation,
+		[]string{RetentionDeleteOnCancellation, RetentionRetainOnCancellation},
+		"What happens to the checkpoints in state.checkpoints.dir when the job is cancelled: "+
+			"DELETE_ON_CANCELLATION removes them, RETAIN_ON_CANCELLATION keeps them for --from-savepoint. "+
+			"They are always kept when the job fails.")
+
+	NumRetainedCheckpoints = intOption("state.checkpoints.num-retained", 1, 1, math.MaxInt,
+		"Completed checkpoints kept in state.checkpoints.dir; older ones are deleted.")
+
 	CheckpointsDir = stringOption("state.checkpoints.dir", "",
 		"Directory (a path or a file:// URI) where completed checkpoints are written as "+
 			"<dir>/<job-id>/chk-<n>/_metadata. Empty keeps them in memory (the jobmanager storage), "+
@@ -179,6 +202,11 @@ var catalog = []catalogOption{
 	CheckpointInterval,
 	CheckpointMode,
 	CheckpointTimeout,
+	CheckpointMinPause,
+	CheckpointMaxConcurrent,
+	TolerableCheckpointFailures,
+	ExternalizedRetention,
+	NumRetainedCheckpoints,
 	CheckpointsDir,
 	RestartStrategy,
 	RestartAttempts,

@@ -137,23 +137,62 @@ func TestRestartsAreLimited(t *testing.T) {
 	}
 }
 
-func TestCheckpointsAreWrittenToTheDirectory(t *testing.T) {
+func TestCheckpointDirectoryLifecycle(t *testing.T) {
+	// A job that fails for good keeps its latest checkpoints, as many as
+	// state.checkpoints.num-retained says: <dir>/<job-id>/chk-<n>/_metadata.
 	dir := t.TempDir()
-	env, got := failingJob(t, 2, 60_000, 1, "state.checkpoints.dir", "file://"+dir)
-	if err := env.Execute(context.Background(), "dir"); err != nil {
+	env, _ := failingJob(t, 2, 60_000, 1, "state.checkpoints.dir", "file://"+dir,
+		"restart-strategy.type", "none", "state.checkpoints.num-retained", "2")
+	if err := env.Execute(context.Background(), "fails"); err == nil {
+		t.Fatal("the job did not fail")
+	}
+	matches, err := filepath.Glob(filepath.Join(dir, "*", "chk-*", "_metadata"))
+	if err != nil || len(matches) != 2 {
+		t.Fatalf("retained checkpoints %v (%v)", matches, err)
+	}
+	data, err := os.ReadFile(matches[0])
+	if err != nil || !strings.Contains(string(data), `"Operators"`) {
+		t.Fatalf("metadata %q (%v)", data, err)
+	}
+
+	// A job that finishes removes its checkpoints.
+	dir = t.TempDir()
+	env, got := failingJob(t, 2, 60_000, 1, "state.checkpoints.dir", dir)
+	if err := env.Execute(context.Background(), "finishes"); err != nil {
 		t.Fatal(err)
 	}
 	if g := got.Values(); len(g) != 60_000 {
 		t.Fatalf("committed %d records", len(g))
 	}
-	// Only the latest checkpoint is retained: <dir>/<job-id>/chk-<n>/_metadata.
-	matches, err := filepath.Glob(filepath.Join(dir, "*", "chk-*", "_metadata"))
-	if err != nil || len(matches) != 1 {
-		t.Fatalf("checkpoint files %v (%v)", matches, err)
+	if left, _ := filepath.Glob(filepath.Join(dir, "*", "chk-*")); len(left) != 0 {
+		t.Fatalf("a finished job left checkpoints: %v", left)
 	}
-	data, err := os.ReadFile(matches[0])
-	if err != nil || !strings.Contains(string(data), `"Operators"`) {
-		t.Fatalf("metadata %q (%v)", data, err)
+
+	// A cancelled job removes them unless asked to retain them.
+	for _, retention := range []string{"DELETE_ON_CANCELLATION", "RETAIN_ON_CANCELLATION"} {
+		dir = t.TempDir()
+		env := endlessSums(t, t.TempDir(), 2)
+		for _, kv := range [][2]string{{"state.checkpoints.dir", dir}, {"execution.checkpointing.interval", "10 ms"},
+			{"execution.checkpointing.externalized-checkpoint-retention", retention}} {
+			if err := env.Config().Set(kv[0], kv[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		job, err := env.ExecuteAsync(context.Background(), "cancelled")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for job.CompletedCheckpoints() == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		job.Cancel()
+		if err := job.Wait(); !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+		left, _ := filepath.Glob(filepath.Join(dir, "*", "chk-*"))
+		if want := retention == "RETAIN_ON_CANCELLATION"; (len(left) == 1) != want {
+			t.Fatalf("%s: checkpoints left after cancel: %v", retention, left)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +120,34 @@ func TestStopWithSavepointDrainsWindows(t *testing.T) {
 	}
 	if v := got.Values(); len(v) != 1 || v[0] < 100 {
 		t.Fatalf("the drained window fired %v", v)
+	}
+}
+
+func TestTolerableCheckpointFailures(t *testing.T) {
+	cfg := config.New()
+	config.Parallelism.Set(cfg, 1)
+	for k, v := range map[string]string{
+		"execution.checkpointing.interval":                     "5 ms",
+		"execution.checkpointing.tolerable-failed-checkpoints": "2",
+	} {
+		if err := cfg.Set(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := stream.NewEnvironmentWithConfig(cfg)
+	// An hour-long window always holds state, and the window operator
+	// declines checkpoints while it does: the third failure in a row
+	// fails the job.
+	src := stream.FromSourceWithWatermarks[int64](env, &stream.Generator[int64]{Count: -1, Fn: func(i int64) int64 {
+		time.Sleep(100 * time.Microsecond)
+		return i
+	}}, "ticks", stream.ForMonotonousTimestamps[int64]().WithTimestampAssigner(func(v, _ int64) int64 { return v }))
+	stream.Collect(window.Reduce(window.Of(stream.KeyBy(src, func(int64) int { return 0 }), window.TumblingEventTime(time.Hour)),
+		func(a, b int64) int64 { return a + b }))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := env.Execute(ctx, "declines")
+	if err == nil || !strings.Contains(err.Error(), "3 consecutive failures exceed execution.checkpointing.tolerable-failed-checkpoints (2)") {
+		t.Fatalf("err = %v", err)
 	}
 }

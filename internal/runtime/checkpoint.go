@@ -29,6 +29,12 @@ type CheckpointListener interface {
 	NotifyCheckpointComplete(checkpointID int64) error
 }
 
+// CheckpointAbortListener is implemented by operators that act when a
+// checkpoint was given up (declined or timed out).
+type CheckpointAbortListener interface {
+	NotifyCheckpointAborted(checkpointID int64) error
+}
+
 // FinalCommitter is implemented by operators with output prepared but not
 // committed when their task finished; the job commits it once every task
 // finished, since no restart can replay it any more.
@@ -110,10 +116,12 @@ func (c *CompletedCheckpoint) stateFor(uids []string, subtask, parallelism int) 
 // checkpointStorage keeps completed checkpoints: in memory, and in a
 // directory when state.checkpoints.dir is set.
 type checkpointStorage struct {
-	dir    string
-	jobID  string
-	mu     sync.Mutex
-	latest *CompletedCheckpoint
+	dir      string
+	jobID    string
+	retained int
+	mu       sync.Mutex
+	latest   *CompletedCheckpoint
+	written  []string // directories of retained checkpoints, oldest first
 }
 
 func newCheckpointStorage(dirOrURI, jobID string) (*checkpointStorage, error) {
@@ -153,14 +161,28 @@ func (s *checkpointStorage) store(c *CompletedCheckpoint) error {
 		c.Path = dir
 	}
 	s.mu.Lock()
-	prev := s.latest
 	s.latest = c
+	var drop []string
+	if c.Path != "" {
+		s.written = append(s.written, c.Path)
+		if n := len(s.written) - max(s.retained, 1); n > 0 {
+			drop, s.written = s.written[:n], s.written[n:]
+		}
+	}
 	s.mu.Unlock()
-	// Only the latest checkpoint is retained.
-	if prev != nil && prev.Path != "" {
-		_ = os.RemoveAll(prev.Path)
+	// Older checkpoints beyond state.checkpoints.num-retained go.
+	for _, p := range drop {
+		_ = os.RemoveAll(p)
 	}
 	return nil
+}
+
+// discard removes the job's checkpoint directory: the job finished or was
+// cancelled without asking to retain its checkpoints.
+func (s *checkpointStorage) discard() {
+	if s.dir != "" {
+		_ = os.RemoveAll(filepath.Join(s.dir, s.jobID))
+	}
 }
 
 func (s *checkpointStorage) latestCheckpoint() *CompletedCheckpoint {

@@ -321,7 +321,8 @@ func (d *deployer) runAttempt(ctx context.Context, a *attempt) error {
 			return err
 		})
 	}
-	c := &coordinator{d: d, a: a, interval: config.CheckpointInterval.Get(d.cfg), timeout: config.CheckpointTimeout.Get(d.cfg)}
+	c := &coordinator{d: d, a: a, interval: config.CheckpointInterval.Get(d.cfg), timeout: config.CheckpointTimeout.Get(d.cfg),
+		minPause: config.CheckpointMinPause.Get(d.cfg), tolerable: config.TolerableCheckpointFailures.Get(d.cfg)}
 	group.Go(func() error { return c.run(gctx) })
 	err := group.Wait()
 	if err != nil {
@@ -344,10 +345,12 @@ func (d *deployer) runAttempt(ctx context.Context, a *attempt) error {
 // It also takes savepoints on request. One checkpoint is in flight at a
 // time.
 type coordinator struct {
-	d        *deployer
-	a        *attempt
-	interval time.Duration
-	timeout  time.Duration
+	d         *deployer
+	a         *attempt
+	interval  time.Duration
+	timeout   time.Duration
+	minPause  time.Duration
+	tolerable int // -1: any number
 }
 
 // savepointRequest asks the coordinator for a savepoint: a checkpoint
@@ -393,10 +396,26 @@ func (c *coordinator) run(ctx context.Context) error {
 		close(allDone)
 	}()
 	var (
-		cur    *inflight
-		queued []*savepointRequest
-		next   = c.nextID()
+		cur     *inflight
+		queued  []*savepointRequest
+		next    = c.nextID()
+		lastEnd time.Time
+		failed  int // consecutive failed checkpoints
 	)
+	// checkpointFailed aborts the checkpoint at the tasks and fails the
+	// attempt once more checkpoints failed in a row than tolerated.
+	checkpointFailed := func(id int64, cause error) error {
+		lastEnd = time.Now()
+		c.abort(id)
+		if cur != nil && cur.savepoint != nil {
+			return nil // a failed savepoint is the requester's business
+		}
+		failed++
+		if c.tolerable >= 0 && failed > c.tolerable {
+			return fmt.Errorf("checkpoint %d failed: %w; %d consecutive failures exceed execution.checkpointing.tolerable-failed-checkpoints (%d)", id, cause, failed, c.tolerable)
+		}
+		return nil
+	}
 	fail := func(r *savepointRequest, err error) {
 		if r != nil {
 			r.reply <- savepointResult{err: err}
@@ -446,11 +465,16 @@ func (c *coordinator) run(ctx context.Context) error {
 		case <-timeoutTicker.C:
 			if cur != nil && time.Since(cur.started) > c.timeout {
 				c.d.logger.Warn("checkpoint timed out", "checkpoint", cur.id)
-				fail(cur.savepoint, fmt.Errorf("savepoint: timed out after %v (execution.checkpointing.timeout)", c.timeout))
+				cause := fmt.Errorf("timed out after %v (execution.checkpointing.timeout)", c.timeout)
+				fail(cur.savepoint, fmt.Errorf("savepoint: %w", cause))
+				err := checkpointFailed(cur.id, cause)
 				cur = nil
+				if err != nil {
+					return err
+				}
 			}
 		case <-tick:
-			if cur == nil && len(queued) == 0 {
+			if cur == nil && len(queued) == 0 && time.Since(lastEnd) >= c.minPause {
 				start(nil)
 			}
 		case ack := <-c.a.acks:
@@ -466,11 +490,17 @@ func (c *coordinator) run(ctx context.Context) error {
 				continue
 			}
 			done := cur
-			cur = nil
 			if done.declined != nil {
 				fail(done.savepoint, fmt.Errorf("savepoint: declined: %w", done.declined))
+				err := checkpointFailed(done.id, done.declined)
+				cur = nil
+				if err != nil {
+					return err
+				}
 				continue
 			}
+			cur = nil
+			lastEnd = time.Now()
 			cp := &CompletedCheckpoint{ID: done.id, JobID: c.d.storage.jobID}
 			for i := range c.a.tasks {
 				cp.Tasks = append(cp.Tasks, done.acks[i])
@@ -495,13 +525,24 @@ func (c *coordinator) run(ctx context.Context) error {
 			}
 			if err := c.d.storage.store(cp); err != nil {
 				c.d.logger.Error("storing checkpoint failed", "checkpoint", done.id, "err", err)
+				if ferr := checkpointFailed(done.id, err); ferr != nil {
+					return ferr
+				}
 				continue
 			}
+			failed = 0
 			c.d.job.mu.Lock()
 			c.d.job.completed++
 			c.d.job.mu.Unlock()
 			c.notify(done.id)
 		}
+	}
+}
+
+// abort tells the tasks that a checkpoint will not complete.
+func (c *coordinator) abort(id int64) {
+	for _, t := range c.a.tasks {
+		t.send(func() { t.notifyCheckpointAborted(id) })
 	}
 }
 

@@ -223,6 +223,7 @@ func (mc *MiniCluster) Submit(ctx context.Context, jg *graph.JobGraph) (*Job, er
 	if err != nil {
 		return nil, err
 	}
+	storage.retained = config.NumRetainedCheckpoints.Get(cfg)
 	jobCtx, cancel := context.WithCancel(ctx)
 	job := &Job{Graph: eg, Slots: slots, cancel: cancel, done: make(chan struct{})}
 	d := &deployer{mc: mc, cfg: cfg, logger: logger, jg: jg, eg: eg, job: job, storage: storage, savepoints: make(chan *savepointRequest)}
@@ -244,7 +245,15 @@ func (mc *MiniCluster) Submit(ctx context.Context, jg *graph.JobGraph) (*Job, er
 		// the job is cancelled, or the restart strategy gives up; each
 		// attempt's goroutines end before the next starts.
 		err := d.run(jobCtx, first)
+		cancelled := jobCtx.Err() != nil && !job.stopped.Load()
 		cancel()
+		// Checkpoints stay after a failure, for --from-savepoint; after a
+		// finished job, and after a cancellation unless retention was
+		// asked for, they go.
+		retain := cancelled && config.ExternalizedRetention.Get(cfg) == config.RetentionRetainOnCancellation
+		if (err == nil || cancelled) && !retain {
+			storage.discard()
+		}
 		if job.stopped.Load() {
 			// Stopped with a savepoint: the job ends as intended.
 			err = nil

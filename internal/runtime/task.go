@@ -101,6 +101,7 @@ type Task struct {
 	// drainSource emits the maximum watermark from a source task.
 	drainSource func()
 	listeners   []CheckpointListener
+	aborters    []CheckpointAbortListener
 	finals      []FinalCommitter
 
 	// failed is set before the operators close after a failure, so that
@@ -195,6 +196,9 @@ func (oc *OperatorContext) Register(l Lifecycle) {
 	}
 	if c, ok := l.(CheckpointListener); ok {
 		t.listeners = append(t.listeners, c)
+	}
+	if a, ok := l.(CheckpointAbortListener); ok {
+		t.aborters = append(t.aborters, a)
 	}
 	if f, ok := l.(FinalCommitter); ok {
 		t.finals = append(t.finals, f)

@@ -65,3 +65,13 @@ func (t *Task) notifyCheckpointComplete(id int64) {
 		}
 	}
 }
+
+// notifyCheckpointAborted tells the task's operators that a checkpoint
+// was given up.
+func (t *Task) notifyCheckpointAborted(id int64) {
+	for _, l := range t.aborters {
+		if err := l.NotifyCheckpointAborted(id); err != nil {
+			panic(userFailure{fmt.Errorf("abort checkpoint %d: %w", id, err)})
+		}
+	}
+}
