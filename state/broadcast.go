@@ -52,4 +52,11 @@ func (s *broadcastMap[MK, MV]) Put(k MK, v MV)     { s.check(); s.m[k] = v }
 func (s *broadcastMap[MK, MV]) Remove(k MK)        { s.check(); delete(s.m, k) }
 func (s *broadcastMap[MK, MV]) Contains(k MK) bool { _, ok := s.m[k]; return ok }
 func (s *broadcastMap[MK, MV]) All() map[MK]MV     { return s.m }
-func (s *broadcastMap[MK, MV]) Clear()             { s.check(); clear(s.m) }
+func (s *broadcastMap[MK, MV]) Range(fn func(MK, MV) bool) {
+	for k, v := range s.m {
+		if !fn(k, v) {
+			return
+		}
+	}
+}
+func (s *broadcastMap[MK, MV]) Clear() { s.check(); clear(s.m) }

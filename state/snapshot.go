@@ -1,119 +1,269 @@
 package state
 
 import (
-	"encoding/json"
+	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/weirproject/weir/codec"
 )
 
-// snapshotter is implemented by every state kind: it encodes all keys'
-// values, and decodes them back.
-type snapshotter interface {
-	snapshot() ([]byte, error)
-	restore(data []byte) error
+// Snapshot format (the same for both implementations):
+//
+//	"WKS1"
+//	uvarint  number of states
+//	per state, sorted by name:
+//	  uvarint len, name
+//	  byte     kind (1 value, 2 list, 3 map)
+//	  uvarint  number of entries
+//	  per entry: uvarint len, encoded key K; uvarint len, value
+//
+// The value of a value kind (Value, Reducing, Aggregating) is the codec
+// encoding of the value (of the accumulator for Aggregating); of a list,
+// the concatenated encodings of its elements; of a map, a uvarint count and
+// per entry the uvarint length and bytes of the encoded map key and of the
+// encoded value. Keys carry no key group: the restoring backend computes it.
+const snapshotMagic = "WKS1"
+
+// stateWriter collects the entries of one state.
+type stateWriter struct {
+	buf    []byte
+	n      int
+	kb, vb []byte // scratch for callers
 }
 
-// Snapshot encodes every registered state of every key, by state name.
-func (b *Backend[K]) Snapshot() ([]byte, error) {
-	out := make(map[string][]byte, len(b.states)+len(b.restored))
-	// States restored but not registered again by this run stay in the
-	// snapshot, so that a function that registers them lazily loses
-	// nothing.
-	for name, data := range b.restored {
-		out[name] = data
+func (w *stateWriter) entry(k, v []byte) {
+	w.buf = appendLenPrefixed(w.buf, k)
+	w.buf = appendLenPrefixed(w.buf, v)
+	w.n++
+}
+
+func appendState(dst []byte, name string, k kind, w *stateWriter) []byte {
+	dst = appendLenPrefixed(dst, []byte(name))
+	dst = append(dst, byte(k))
+	dst = binary.AppendUvarint(dst, uint64(w.n))
+	return append(dst, w.buf...)
+}
+
+// rawKV is one snapshot entry, undecoded.
+type rawKV struct{ k, v []byte }
+
+// rawState is a heap state restored but not registered yet.
+type rawState[K comparable] struct {
+	kind    kind
+	entries []rawEntry[K]
+}
+
+type rawEntry[K comparable] struct {
+	key   K
+	kb    []byte
+	value []byte
+}
+
+type snapState struct {
+	name    string
+	kind    kind
+	entries []rawKV
+}
+
+var errSnapshot = errors.New("state: corrupt snapshot")
+
+func parseSnapshot(data []byte) ([]snapState, error) {
+	if !bytes.HasPrefix(data, []byte(snapshotMagic)) {
+		return nil, fmt.Errorf("%w: bad magic (written by an older version?)", errSnapshot)
 	}
-	for name, s := range b.states {
-		data, err := s.(snapshotter).snapshot()
-		if err != nil {
-			return nil, fmt.Errorf("state %q: %w", name, err)
+	data = data[len(snapshotMagic):]
+	uv := func() (uint64, bool) {
+		n, m := binary.Uvarint(data)
+		if m <= 0 {
+			return 0, false
 		}
-		out[name] = data
+		data = data[m:]
+		return n, true
 	}
-	return json.Marshal(out)
-}
-
-// Restore loads a snapshot. States are decoded when they are registered
-// (Value, List, Map), which happens after the restore.
-func (b *Backend[K]) Restore(data []byte) error {
-	var in map[string][]byte
-	if err := json.Unmarshal(data, &in); err != nil {
-		return fmt.Errorf("state: decode snapshot: %w", err)
+	bs := func() ([]byte, bool) {
+		l, ok := uv()
+		if !ok || uint64(len(data)) < l {
+			return nil, false
+		}
+		b := data[:l:l]
+		data = data[l:]
+		return b, true
 	}
-	b.restored = in
-	for name, s := range b.states {
-		if d, ok := in[name]; ok {
-			if err := s.(snapshotter).restore(d); err != nil {
-				return fmt.Errorf("state %q: %w", name, err)
+	ns, ok := uv()
+	if !ok || ns > uint64(len(data)) {
+		return nil, errSnapshot
+	}
+	out := make([]snapState, 0, ns)
+	for range ns {
+		name, ok := bs()
+		if !ok || len(data) < 1 {
+			return nil, errSnapshot
+		}
+		st := snapState{name: string(name), kind: kind(data[0])}
+		data = data[1:]
+		if st.kind < kindValue || st.kind > kindMap {
+			return nil, fmt.Errorf("%w: state %q has unknown kind %d", errSnapshot, st.name, st.kind)
+		}
+		ne, ok := uv()
+		if !ok || ne > uint64(len(data)) {
+			return nil, errSnapshot
+		}
+		st.entries = make([]rawKV, 0, ne)
+		for range ne {
+			k, ok1 := bs()
+			v, ok2 := bs()
+			if !ok1 || !ok2 {
+				return nil, fmt.Errorf("%w: state %q truncated", errSnapshot, st.name)
 			}
-			delete(b.restored, name)
+			st.entries = append(st.entries, rawKV{k, v})
+		}
+		out = append(out, st)
+	}
+	if len(data) != 0 {
+		return nil, fmt.Errorf("%w: trailing bytes", errSnapshot)
+	}
+	return out, nil
+}
+
+func (b *Backend[K]) keyCodec() (codec.Codec[K], error) {
+	if b.kc == nil {
+		kc, err := codec.For[K]()
+		if err != nil {
+			return nil, fmt.Errorf("state: key codec: %w", err)
+		}
+		b.kc = kc
+	}
+	return b.kc, nil
+}
+
+// Snapshot encodes every state of every key, registered or restored and
+// not registered again (so that a function that registers state lazily
+// loses nothing), in a format that both implementations restore.
+func (b *Backend[K]) Snapshot() ([]byte, error) {
+	if b.p != nil {
+		return b.p.snapshot()
+	}
+	kc, err := b.keyCodec()
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(b.states)+len(b.restored))
+	for name := range b.states {
+		names = append(names, name)
+	}
+	for name := range b.restored {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := binary.AppendUvarint([]byte(snapshotMagic), uint64(len(names)))
+	var w stateWriter
+	for _, name := range names {
+		w.buf, w.n = w.buf[:0], 0
+		var k kind
+		if s, ok := b.states[name]; ok {
+			k = b.kinds[name]
+			if err := s.(heapHandle[K]).snapshot(kc, &w); err != nil {
+				return nil, fmt.Errorf("state %q: %w", name, err)
+			}
+		} else {
+			raw := b.restored[name]
+			k = raw.kind
+			for _, e := range raw.entries {
+				w.entry(e.kb, e.value)
+			}
+		}
+		out = appendState(out, name, k, &w)
+	}
+	return out, nil
+}
+
+// Restore loads a snapshot written by Snapshot of either implementation.
+// It may be called several times, for instance once per old subtask when
+// the parallelism changed: entries add to (and for the same key and state,
+// replace) what is there. Only keys for which keep returns true are loaded;
+// no keep, or a nil one, loads all.
+//
+// On the heap, states are decoded when they are registered (Value, List,
+// Map, ...), which may happen after the restore; Pebble writes the entries
+// into the store at once.
+//
+// keep is variadic only so that existing one-argument callers compile;
+// call Restore(data, keep) or RestoreAll(data).
+func (b *Backend[K]) Restore(data []byte, keep ...func(K) bool) error {
+	var kf func(K) bool
+	if len(keep) > 1 {
+		return errors.New("state: Restore takes at most one keep function")
+	}
+	if len(keep) == 1 {
+		kf = keep[0]
+	}
+	kc, err := b.keyCodec()
+	if err != nil {
+		return err
+	}
+	states, err := parseSnapshot(data)
+	if err != nil {
+		return err
+	}
+	if b.p != nil {
+		for _, st := range states {
+			if err := b.p.restoreState(st, kf); err != nil {
+				return fmt.Errorf("state %q: %w", st.name, err)
+			}
+		}
+		return nil
+	}
+	for _, st := range states {
+		if err := b.restoreHeap(kc, st, kf); err != nil {
+			return fmt.Errorf("state %q: %w", st.name, err)
 		}
 	}
 	return nil
 }
 
-// register adds a state and loads its restored data, if any.
-func (b *Backend[K]) register(name string, s snapshotter) {
-	b.states[name] = s
-	if d, ok := b.restored[name]; ok {
-		if err := s.restore(d); err != nil {
-			panic(fmt.Errorf("state %q: restore: %w", name, err))
-		}
-		delete(b.restored, name)
-	}
-}
+// RestoreAll is Restore(data, nil): it loads every key.
+func (b *Backend[K]) RestoreAll(data []byte) error { return b.Restore(data, nil) }
 
-// encodeMap writes a map with the key and value codecs of its types.
-func encodeMap[K comparable, V any](m map[K]V) ([]byte, error) {
-	kc, err := codec.For[K]()
-	if err != nil {
-		return nil, err
-	}
-	vc, err := codec.For[V]()
-	if err != nil {
-		return nil, err
-	}
-	buf := codec.Uint64.Append(nil, uint64(len(m)))
-	for k, v := range m {
-		buf = kc.Append(buf, k)
-		buf = vc.Append(buf, v)
-	}
-	return buf, nil
-}
-
-func decodeMap[K comparable, V any](data []byte, into map[K]V) error {
-	kc, err := codec.For[K]()
-	if err != nil {
-		return err
-	}
-	vc, err := codec.For[V]()
-	if err != nil {
-		return err
-	}
-	n, used, err := codec.Uint64.Decode(data)
-	if err != nil {
-		return err
-	}
-	data = data[used:]
-	for i := uint64(0); i < n; i++ {
-		k, m, err := kc.Decode(data)
-		if err != nil {
-			return err
+func (b *Backend[K]) restoreHeap(kc codec.Codec[K], st snapState, keep func(K) bool) error {
+	if s, ok := b.states[st.name]; ok {
+		if k := b.kinds[st.name]; k != st.kind {
+			return fmt.Errorf("snapshot holds a %v state, registered as %v state", st.kind, k)
 		}
-		data = data[m:]
-		v, m, err := vc.Decode(data)
-		if err != nil {
-			return err
+		h := s.(heapHandle[K])
+		for _, e := range st.entries {
+			key, err := decodeAll(kc, e.k)
+			if err != nil {
+				return fmt.Errorf("key: %w", err)
+			}
+			if keep != nil && !keep(key) {
+				continue
+			}
+			if err := h.restoreEntry(key, e.v); err != nil {
+				return err
+			}
 		}
-		data = data[m:]
-		into[k] = v
+		return nil
+	}
+	raw := b.restored[st.name]
+	if raw == nil {
+		raw = &rawState[K]{kind: st.kind}
+		b.restored[st.name] = raw
+	} else if raw.kind != st.kind {
+		return fmt.Errorf("snapshots disagree: %v and %v state", raw.kind, st.kind)
+	}
+	for _, e := range st.entries {
+		key, err := decodeAll(kc, e.k)
+		if err != nil {
+			return fmt.Errorf("key: %w", err)
+		}
+		if keep != nil && !keep(key) {
+			continue
+		}
+		// Kept until registration: copy out of the caller's buffer.
+		raw.entries = append(raw.entries, rawEntry[K]{key: key, kb: bytes.Clone(e.k), value: bytes.Clone(e.v)})
 	}
 	return nil
 }
-
-func (s *valueState[K, T]) snapshot() ([]byte, error)    { return encodeMap(s.m) }
-func (s *valueState[K, T]) restore(data []byte) error    { return decodeMap(data, s.m) }
-func (s *listState[K, T]) snapshot() ([]byte, error)     { return encodeMap(s.m) }
-func (s *listState[K, T]) restore(data []byte) error     { return decodeMap(data, s.m) }
-func (s *mapState[K, MK, MV]) snapshot() ([]byte, error) { return encodeMap(s.m) }
-func (s *mapState[K, MK, MV]) restore(data []byte) error { return decodeMap(data, s.m) }

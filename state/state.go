@@ -1,10 +1,33 @@
-// Package state holds the keyed state of user functions: values, lists and
-// maps scoped to the key of the record being processed.
+// Package state holds the keyed state of user functions: values, lists,
+// maps and reducing/aggregating values scoped to the key of the record
+// being processed.
 //
-// State lives in key groups (see internal/runtime/keygroups.go) so that
-// the fault-tolerance work can snapshot and rescale it; this package holds
-// the heap implementation, keyed by the Go key itself.
+// A Backend stores state in one of two implementations:
+//
+//   - the heap (NewBackend): Go maps keyed by the key itself, fastest, for
+//     state that fits in memory;
+//   - Pebble (NewPebbleBackend): an embedded LSM store on local disk, for
+//     state larger than memory. Keys and values are serialized with the
+//     codecs of their types (codec.For); a store key is
+//     (state id: 4 bytes BE, key group: 2 bytes BE, encoded key
+//     [, encoded map key]), so that all of a key group is one contiguous
+//     range of each state. The WAL is off: durability comes from
+//     checkpoints (Snapshot), not from the store.
+//
+// Both implementations write the same snapshot format (see Snapshot), so a
+// snapshot of either restores into either, and Restore can filter keys
+// (for rescaling) and merge several snapshots.
+//
+// State handle methods have no error results: a storage or codec failure
+// of the Pebble implementation panics with an error, which the task
+// reports as the operator's failure.
 package state
+
+import (
+	"fmt"
+
+	"github.com/weirproject/weir/codec"
+)
 
 // ValueState is one value per key.
 type ValueState[T any] interface {
@@ -18,9 +41,11 @@ type ValueState[T any] interface {
 
 // ListState is a list per key.
 type ListState[T any] interface {
-	// Get returns the current key's list; the caller must not modify it.
+	// Get returns the current key's list (nil if none); the caller must not
+	// modify it. With Pebble it is decoded on every call.
 	Get() []T
 	Add(v T)
+	// Update replaces the list; an empty list clears it.
 	Update(vs []T)
 	Clear()
 }
@@ -31,129 +56,227 @@ type MapState[MK comparable, MV any] interface {
 	Put(k MK, v MV)
 	Remove(k MK)
 	Contains(k MK) bool
-	// All returns the current key's entries; the caller must not modify it.
+	// All returns the current key's entries (nil if none); the caller must
+	// not modify it. With Pebble it materializes (decodes) the whole map:
+	// prefer Range for large maps.
 	All() map[MK]MV
+	// Range calls fn for each entry of the current key until fn returns
+	// false. fn must not modify the state. With Pebble, entries come in the
+	// order of their encoded map keys, without materializing the map.
+	Range(fn func(k MK, v MV) bool)
+	Clear()
+}
+
+// ReducingState is one value per key that Add folds with a reduce
+// function: value = reduce(value, v).
+type ReducingState[T any] interface {
+	// Get returns the current key's reduced value, or the zero value and
+	// false if nothing was added.
+	Get() (T, bool)
+	// Add folds v into the current key's value (the first Add stores v).
+	Add(v T)
+	Clear()
+}
+
+// AggregatingState folds inputs into an accumulator per key and reads a
+// result from it.
+type AggregatingState[IN, OUT any] interface {
+	// Get returns result(accumulator), or the zero value and false if
+	// nothing was added.
+	Get() (OUT, bool)
+	// Add folds v into the current key's accumulator (starting from zero()).
+	Add(v IN)
 	Clear()
 }
 
 // Backend is the keyed state of one operator subtask: it knows the current
-// key and creates the state handles.
+// key and creates the state handles. It is not safe for concurrent use:
+// the task goroutine owns it.
 type Backend[K comparable] struct {
 	current  K
-	states   map[string]any
-	restored map[string][]byte
+	states   map[string]any  // registered handles, by name
+	kinds    map[string]kind // kinds of registered handles
+	restored map[string]*rawState[K]
+	kc       codec.Codec[K] // the key codec; nil until needed by the heap
+	p        *pebbleStore[K]
 }
 
 // NewBackend returns an empty heap backend.
-func NewBackend[K comparable]() *Backend[K] { return &Backend[K]{states: make(map[string]any)} }
+func NewBackend[K comparable]() *Backend[K] {
+	return &Backend[K]{states: make(map[string]any), kinds: make(map[string]kind), restored: make(map[string]*rawState[K])}
+}
 
 // SetCurrentKey scopes every state handle to key; the operator calls it
 // before each record and timer.
-func (b *Backend[K]) SetCurrentKey(key K) { b.current = key }
+func (b *Backend[K]) SetCurrentKey(key K) {
+	b.current = key
+	if b.p != nil {
+		b.p.curValid = false
+	}
+}
 
 // CurrentKey returns the current key.
 func (b *Backend[K]) CurrentKey() K { return b.current }
 
-// Len returns the number of keys with state, over all registered states.
+// IsPebble reports whether the backend stores its state in Pebble.
+func (b *Backend[K]) IsPebble() bool { return b.p != nil }
+
+// Len returns the number of keys with state, summed over all registered
+// states. With Pebble it scans the store.
 func (b *Backend[K]) Len() int {
+	if b.p != nil {
+		return b.p.len(b)
+	}
 	n := 0
 	for _, s := range b.states {
-		n += s.(interface{ keys() int }).keys()
+		n += s.(heapHandle[K]).keys()
 	}
 	return n
+}
+
+// Close releases the backend. For Pebble it closes the store and removes
+// its directory; for the heap it does nothing. The backend must not be used
+// afterwards.
+func (b *Backend[K]) Close() error {
+	if b.p == nil {
+		return nil
+	}
+	return b.p.close()
+}
+
+// kind is what a state name holds, as recorded in snapshots.
+type kind byte
+
+const (
+	// kindValue: one value per key (Value, Reducing, Aggregating).
+	kindValue kind = 1
+	// kindList: a list per key.
+	kindList kind = 2
+	// kindMap: a map per key.
+	kindMap kind = 3
+)
+
+func (k kind) String() string {
+	switch k {
+	case kindValue:
+		return "value"
+	case kindList:
+		return "list"
+	case kindMap:
+		return "map"
+	}
+	return fmt.Sprintf("kind(%d)", byte(k))
+}
+
+func mustCodec[T any]() codec.Codec[T] {
+	c, err := codec.For[T]()
+	if err != nil {
+		panic(fmt.Errorf("state: %w", err))
+	}
+	return c
 }
 
 // Value returns the value state registered under name, creating it on first
 // use. Asking for one name with two different types panics.
 func Value[T any, K comparable](b *Backend[K], name string, def T) ValueState[T] {
 	if s, ok := b.states[name]; ok {
-		return s.(*valueState[K, T])
+		return s.(ValueState[T])
 	}
-	s := &valueState[K, T]{b: b, m: make(map[K]T), def: def}
-	b.register(name, s)
+	var s ValueState[T]
+	if b.p != nil {
+		s = &pValue[K, T]{pHandle: b.p.handle(b, name, kindValue), c: mustCodec[T](), def: def}
+	} else {
+		s = &valueState[K, T]{b: b, m: make(map[K]T), def: def}
+	}
+	b.register(name, kindValue, s)
 	return s
 }
 
 // List returns the list state registered under name.
 func List[T any, K comparable](b *Backend[K], name string) ListState[T] {
 	if s, ok := b.states[name]; ok {
-		return s.(*listState[K, T])
+		return s.(ListState[T])
 	}
-	s := &listState[K, T]{b: b, m: make(map[K][]T)}
-	b.register(name, s)
+	var s ListState[T]
+	if b.p != nil {
+		s = &pList[K, T]{pHandle: b.p.handle(b, name, kindList), c: mustCodec[T]()}
+	} else {
+		s = &listState[K, T]{b: b, m: make(map[K][]T)}
+	}
+	b.register(name, kindList, s)
 	return s
 }
 
 // Map returns the map state registered under name.
 func Map[MK comparable, MV any, K comparable](b *Backend[K], name string) MapState[MK, MV] {
 	if s, ok := b.states[name]; ok {
-		return s.(*mapState[K, MK, MV])
+		return s.(MapState[MK, MV])
 	}
-	s := &mapState[K, MK, MV]{b: b, m: make(map[K]map[MK]MV)}
-	b.register(name, s)
+	var s MapState[MK, MV]
+	if b.p != nil {
+		s = &pMap[K, MK, MV]{pHandle: b.p.handle(b, name, kindMap), kc: mustCodec[MK](), vc: mustCodec[MV]()}
+	} else {
+		s = &mapState[K, MK, MV]{b: b, m: make(map[K]map[MK]MV)}
+	}
+	b.register(name, kindMap, s)
 	return s
 }
 
-type valueState[K comparable, T any] struct {
-	b   *Backend[K]
-	m   map[K]T
-	def T
+// Reducing returns the reducing state registered under name: Add stores
+// reduce(current, v). reduce must not retain or modify its arguments'
+// shared memory.
+func Reducing[T any, K comparable](b *Backend[K], name string, reduce func(a, b T) T) ReducingState[T] {
+	if s, ok := b.states[name]; ok {
+		return s.(ReducingState[T])
+	}
+	var s ReducingState[T]
+	if b.p != nil {
+		s = &pReducing[K, T]{pHandle: b.p.handle(b, name, kindValue), c: mustCodec[T](), reduce: reduce}
+	} else {
+		s = &reducingState[K, T]{b: b, m: make(map[K]T), reduce: reduce}
+	}
+	b.register(name, kindValue, s)
+	return s
 }
 
-func (s *valueState[K, T]) Value() (T, bool) {
-	v, ok := s.m[s.b.current]
+// Aggregating returns the aggregating state registered under name. A key's
+// accumulator starts as zero() (a function, so that accumulators of
+// reference types are not shared), add folds an input into it and result
+// reads the output. add may modify and return its accumulator.
+func Aggregating[IN, ACC, OUT any, K comparable](b *Backend[K], name string, add func(ACC, IN) ACC, result func(ACC) OUT, zero func() ACC) AggregatingState[IN, OUT] {
+	if s, ok := b.states[name]; ok {
+		return s.(AggregatingState[IN, OUT])
+	}
+	var s AggregatingState[IN, OUT]
+	if b.p != nil {
+		s = &pAggregating[K, IN, ACC, OUT]{pHandle: b.p.handle(b, name, kindValue), c: mustCodec[ACC](), add: add, result: result, zero: zero}
+	} else {
+		s = &aggregatingState[K, IN, ACC, OUT]{b: b, m: make(map[K]ACC), add: add, result: result, zero: zero}
+	}
+	b.register(name, kindValue, s)
+	return s
+}
+
+// register adds a state handle. On the heap it loads the state's restored
+// entries, if any; Pebble restores into the store directly.
+func (b *Backend[K]) register(name string, k kind, s any) {
+	b.states[name] = s
+	b.kinds[name] = k
+	if b.p != nil {
+		return
+	}
+	raw, ok := b.restored[name]
 	if !ok {
-		return s.def, false
+		return
 	}
-	return v, true
-}
-func (s *valueState[K, T]) Update(v T) { s.m[s.b.current] = v }
-func (s *valueState[K, T]) Clear()     { delete(s.m, s.b.current) }
-func (s *valueState[K, T]) keys() int  { return len(s.m) }
-
-type listState[K comparable, T any] struct {
-	b *Backend[K]
-	m map[K][]T
-}
-
-func (s *listState[K, T]) Get() []T     { return s.m[s.b.current] }
-func (s *listState[K, T]) Add(v T)      { s.m[s.b.current] = append(s.m[s.b.current], v) }
-func (s *listState[K, T]) Update(v []T) { s.m[s.b.current] = append([]T(nil), v...) }
-func (s *listState[K, T]) Clear()       { delete(s.m, s.b.current) }
-
-type mapState[K, MK comparable, MV any] struct {
-	b *Backend[K]
-	m map[K]map[MK]MV
-}
-
-func (s *mapState[K, MK, MV]) Get(k MK) (MV, bool) {
-	v, ok := s.m[s.b.current][k]
-	return v, ok
-}
-
-func (s *mapState[K, MK, MV]) Put(k MK, v MV) {
-	m := s.m[s.b.current]
-	if m == nil {
-		m = make(map[MK]MV)
-		s.m[s.b.current] = m
+	if raw.kind != k {
+		panic(fmt.Errorf("state %q: restored as %v state, registered as %v state", name, raw.kind, k))
 	}
-	m[k] = v
-}
-
-func (s *mapState[K, MK, MV]) Remove(k MK) {
-	if m := s.m[s.b.current]; m != nil {
-		delete(m, k)
-		if len(m) == 0 {
-			delete(s.m, s.b.current)
+	h := s.(heapHandle[K])
+	for _, e := range raw.entries {
+		if err := h.restoreEntry(e.key, e.value); err != nil {
+			panic(fmt.Errorf("state %q: restore: %w", name, err))
 		}
 	}
+	delete(b.restored, name)
 }
-
-func (s *mapState[K, MK, MV]) Contains(k MK) bool {
-	_, ok := s.m[s.b.current][k]
-	return ok
-}
-
-func (s *mapState[K, MK, MV]) All() map[MK]MV { return s.m[s.b.current] }
-func (s *mapState[K, MK, MV]) Clear()         { delete(s.m, s.b.current) }
-func (s *mapState[K, MK, MV]) keys() int      { return len(s.m) }

@@ -1,0 +1,569 @@
+package state
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/weirproject/weir/codec"
+)
+
+// PebbleOptions configure a Pebble backend.
+type PebbleOptions[K comparable] struct {
+	// Dir is the parent directory: the store lives in a fresh subdirectory
+	// of it (created with os.MkdirTemp), which Close removes. Dir is
+	// created if missing. Empty means os.TempDir().
+	Dir string
+	// MaxParallelism is the number of key groups (at most 65536).
+	MaxParallelism int
+	// KeyGroup returns a key's key group, in [0, MaxParallelism); it must
+	// be the job's key-group function so that the store's key-group ranges
+	// are the subtask's. Nil puts every key in key group 0.
+	KeyGroup func(K) int
+	// CacheSize is the block cache size in bytes (default 8 MiB).
+	CacheSize int64
+	// MemTableSize is the memtable size in bytes (default 4 MiB).
+	MemTableSize uint64
+}
+
+// NewPebbleBackend returns an empty backend that stores its state in a
+// Pebble store in a fresh subdirectory of dir. Call Close to close the
+// store and remove the subdirectory.
+func NewPebbleBackend[K comparable](dir string, maxParallelism int, keyGroup func(K) int) (*Backend[K], error) {
+	return NewPebbleBackendWithOptions(PebbleOptions[K]{Dir: dir, MaxParallelism: maxParallelism, KeyGroup: keyGroup})
+}
+
+// NewPebbleBackendWithOptions is NewPebbleBackend with every option.
+func NewPebbleBackendWithOptions[K comparable](o PebbleOptions[K]) (*Backend[K], error) {
+	if o.MaxParallelism <= 0 || o.MaxParallelism > 1<<16 {
+		return nil, fmt.Errorf("state: max parallelism %d out of (0, 65536]", o.MaxParallelism)
+	}
+	kc, err := codec.For[K]()
+	if err != nil {
+		return nil, fmt.Errorf("state: key codec: %w", err)
+	}
+	if o.Dir == "" {
+		o.Dir = os.TempDir()
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	dir, err := os.MkdirTemp(o.Dir, "weir-state-")
+	if err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	if o.CacheSize <= 0 {
+		o.CacheSize = 8 << 20
+	}
+	cache := pebble.NewCache(o.CacheSize)
+	defer cache.Unref()
+	db, err := pebble.Open(dir, &pebble.Options{
+		Cache:        cache,
+		MemTableSize: o.MemTableSize,
+		DisableWAL:   true, // durability comes from checkpoints
+		Logger:       quietLogger{},
+	})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("state: open pebble store: %w", err)
+	}
+	b := NewBackend[K]()
+	b.kc = kc
+	b.p = &pebbleStore[K]{db: db, dir: dir, kc: kc, keyGroup: o.KeyGroup, maxPar: o.MaxParallelism, meta: make(map[string]*pMeta)}
+	return b, nil
+}
+
+// quietLogger drops Pebble's informational messages.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)           {}
+func (quietLogger) Errorf(format string, a ...any) { log.Printf("state: pebble: "+format, a...) }
+func (quietLogger) Fatalf(format string, a ...any) {
+	panic(fmt.Sprintf("state: pebble: "+format, a...))
+}
+
+type pebbleStore[K comparable] struct {
+	db       *pebble.DB
+	dir      string
+	kc       codec.Codec[K]
+	keyGroup func(K) int
+	maxPar   int
+	meta     map[string]*pMeta
+	nextID   uint32
+	cur      []byte // key group and encoded current key
+	curValid bool
+	kbuf     []byte // scratch store key
+	vbuf     []byte // scratch value
+}
+
+type pMeta struct {
+	id   uint32
+	kind kind
+}
+
+const idLen, kgLen = 4, 2
+
+func (p *pebbleStore[K]) metaFor(name string, k kind) (*pMeta, error) {
+	if m, ok := p.meta[name]; ok {
+		if m.kind != k {
+			return nil, fmt.Errorf("state %q holds %v state, used as %v state", name, m.kind, k)
+		}
+		return m, nil
+	}
+	m := &pMeta{id: p.nextID, kind: k}
+	p.nextID++
+	p.meta[name] = m
+	return m, nil
+}
+
+func (p *pebbleStore[K]) handle(b *Backend[K], name string, k kind) pHandle[K] {
+	m, err := p.metaFor(name, k)
+	if err != nil {
+		panic(err)
+	}
+	return pHandle[K]{b: b, p: p, id: m.id, name: name}
+}
+
+func (p *pebbleStore[K]) group(key K) int {
+	if p.keyGroup == nil {
+		return 0
+	}
+	kg := p.keyGroup(key)
+	if kg < 0 || kg >= p.maxPar {
+		panic(fmt.Errorf("state: key group %d of key %v out of [0, %d)", kg, key, p.maxPar))
+	}
+	return kg
+}
+
+func appendPrefix(dst []byte, id uint32, kg int) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, id)
+	return binary.BigEndian.AppendUint16(dst, uint16(kg))
+}
+
+// prefixEnd returns the smallest key after every key with prefix p, or nil
+// if there is none.
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+func idBounds(id uint32) (lo, hi []byte) {
+	lo = binary.BigEndian.AppendUint32(nil, id)
+	return lo, prefixEnd(lo)
+}
+
+func (p *pebbleStore[K]) close() error {
+	err := p.db.Close()
+	if rerr := os.RemoveAll(p.dir); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// pHandle is what Pebble state handles share.
+type pHandle[K comparable] struct {
+	b    *Backend[K]
+	p    *pebbleStore[K]
+	id   uint32
+	name string
+}
+
+// key returns the store key of the current key in p.kbuf, valid until the
+// next call of any handle.
+func (h *pHandle[K]) key() []byte {
+	p := h.p
+	if !p.curValid {
+		kg := p.group(h.b.current)
+		p.cur = binary.BigEndian.AppendUint16(p.cur[:0], uint16(kg))
+		p.cur = p.kc.Append(p.cur, h.b.current)
+		p.curValid = true
+	}
+	p.kbuf = binary.BigEndian.AppendUint32(p.kbuf[:0], h.id)
+	p.kbuf = append(p.kbuf, p.cur...)
+	return p.kbuf
+}
+
+func (h *pHandle[K]) fail(err error) {
+	panic(fmt.Errorf("state %q: %w", h.name, err))
+}
+
+// getRaw calls fn with the stored value of key, if any, and reports
+// whether there was one.
+func (h *pHandle[K]) getRaw(key []byte, fn func([]byte) error) bool {
+	v, closer, err := h.p.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false
+	}
+	if err != nil {
+		h.fail(err)
+	}
+	if fn != nil {
+		err = fn(v)
+	}
+	closer.Close()
+	if err != nil {
+		h.fail(err)
+	}
+	return true
+}
+
+func pGet[K comparable, T any](h *pHandle[K], c codec.Codec[T], key []byte) (T, bool) {
+	var out T
+	ok := h.getRaw(key, func(v []byte) error {
+		var err error
+		out, err = decodeAll(c, v)
+		return err
+	})
+	return out, ok
+}
+
+func pPut[K comparable, T any](h *pHandle[K], c codec.Codec[T], key []byte, v T) {
+	h.p.vbuf = c.Append(h.p.vbuf[:0], v)
+	if err := h.p.db.Set(key, h.p.vbuf, pebble.NoSync); err != nil {
+		h.fail(err)
+	}
+}
+
+func (h *pHandle[K]) del(key []byte) {
+	if err := h.p.db.Delete(key, pebble.NoSync); err != nil {
+		h.fail(err)
+	}
+}
+
+type pValue[K comparable, T any] struct {
+	pHandle[K]
+	c   codec.Codec[T]
+	def T
+}
+
+func (s *pValue[K, T]) Value() (T, bool) {
+	v, ok := pGet(&s.pHandle, s.c, s.key())
+	if !ok {
+		return s.def, false
+	}
+	return v, true
+}
+func (s *pValue[K, T]) Update(v T) { pPut(&s.pHandle, s.c, s.key(), v) }
+func (s *pValue[K, T]) Clear()     { s.del(s.key()) }
+
+type pList[K comparable, T any] struct {
+	pHandle[K]
+	c codec.Codec[T]
+}
+
+func (s *pList[K, T]) Get() []T {
+	var out []T
+	s.getRaw(s.key(), func(v []byte) error {
+		var err error
+		out, err = decodeList(s.c, v)
+		return err
+	})
+	return out
+}
+
+// Add appends with a merge (Pebble's default merger concatenates), without
+// reading the list.
+func (s *pList[K, T]) Add(v T) {
+	s.p.vbuf = s.c.Append(s.p.vbuf[:0], v)
+	if err := s.p.db.Merge(s.key(), s.p.vbuf, pebble.NoSync); err != nil {
+		s.fail(err)
+	}
+}
+
+func (s *pList[K, T]) Update(vs []T) {
+	if len(vs) == 0 {
+		s.Clear()
+		return
+	}
+	s.p.vbuf = appendList(s.p.vbuf[:0], s.c, vs)
+	if err := s.p.db.Set(s.key(), s.p.vbuf, pebble.NoSync); err != nil {
+		s.fail(err)
+	}
+}
+
+func (s *pList[K, T]) Clear() { s.del(s.key()) }
+
+type pMap[K, MK comparable, MV any] struct {
+	pHandle[K]
+	kc codec.Codec[MK]
+	vc codec.Codec[MV]
+}
+
+func (s *pMap[K, MK, MV]) entryKey(k MK) []byte {
+	key := s.key()
+	s.p.kbuf = s.kc.Append(key, k)
+	return s.p.kbuf
+}
+
+func (s *pMap[K, MK, MV]) Get(k MK) (MV, bool) { return pGet(&s.pHandle, s.vc, s.entryKey(k)) }
+func (s *pMap[K, MK, MV]) Put(k MK, v MV)      { pPut(&s.pHandle, s.vc, s.entryKey(k), v) }
+func (s *pMap[K, MK, MV]) Remove(k MK)         { s.del(s.entryKey(k)) }
+func (s *pMap[K, MK, MV]) Contains(k MK) bool  { return s.getRaw(s.entryKey(k), nil) }
+
+func (s *pMap[K, MK, MV]) Clear() {
+	lo := bytes.Clone(s.key())
+	if err := s.p.db.DeleteRange(lo, prefixEnd(lo), pebble.NoSync); err != nil {
+		s.fail(err)
+	}
+}
+
+// All materializes the current key's map.
+func (s *pMap[K, MK, MV]) All() map[MK]MV {
+	var m map[MK]MV
+	s.Range(func(k MK, v MV) bool {
+		if m == nil {
+			m = make(map[MK]MV)
+		}
+		m[k] = v
+		return true
+	})
+	return m
+}
+
+func (s *pMap[K, MK, MV]) Range(fn func(MK, MV) bool) {
+	lo := bytes.Clone(s.key())
+	it, err := s.p.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	if err != nil {
+		s.fail(err)
+	}
+	defer it.Close()
+	for valid := it.First(); valid; valid = it.Next() {
+		mk, err := decodeAll(s.kc, it.Key()[len(lo):])
+		if err != nil {
+			s.fail(err)
+		}
+		raw, err := it.ValueAndErr()
+		if err != nil {
+			s.fail(err)
+		}
+		mv, err := decodeAll(s.vc, raw)
+		if err != nil {
+			s.fail(err)
+		}
+		if !fn(mk, mv) {
+			return
+		}
+	}
+	if err := it.Error(); err != nil {
+		s.fail(err)
+	}
+}
+
+type pReducing[K comparable, T any] struct {
+	pHandle[K]
+	c      codec.Codec[T]
+	reduce func(a, b T) T
+}
+
+func (s *pReducing[K, T]) Get() (T, bool) { return pGet(&s.pHandle, s.c, s.key()) }
+
+func (s *pReducing[K, T]) Add(v T) {
+	key := s.key()
+	if old, ok := pGet(&s.pHandle, s.c, key); ok {
+		v = s.reduce(old, v)
+		key = s.key() // reduce may have used other state
+	}
+	pPut(&s.pHandle, s.c, key, v)
+}
+
+func (s *pReducing[K, T]) Clear() { s.del(s.key()) }
+
+type pAggregating[K comparable, IN, ACC, OUT any] struct {
+	pHandle[K]
+	c      codec.Codec[ACC]
+	add    func(ACC, IN) ACC
+	result func(ACC) OUT
+	zero   func() ACC
+}
+
+func (s *pAggregating[K, IN, ACC, OUT]) Get() (OUT, bool) {
+	acc, ok := pGet(&s.pHandle, s.c, s.key())
+	if !ok {
+		var zero OUT
+		return zero, false
+	}
+	return s.result(acc), true
+}
+
+func (s *pAggregating[K, IN, ACC, OUT]) Add(v IN) {
+	acc, ok := pGet(&s.pHandle, s.c, s.key())
+	if !ok {
+		acc = s.zero()
+	}
+	acc = s.add(acc, v)
+	pPut(&s.pHandle, s.c, s.key(), acc)
+}
+
+func (s *pAggregating[K, IN, ACC, OUT]) Clear() { s.del(s.key()) }
+
+// sortedMeta returns the known states by name.
+func (p *pebbleStore[K]) sortedMeta() []string {
+	names := make([]string, 0, len(p.meta))
+	for name := range p.meta {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// scan calls fn for each key (encoded, without id and key group) of state
+// m with its raw entries: one for value and list states; for map states
+// the map key suffix and value of each entry, in order. The slices are
+// valid only during the call.
+func (p *pebbleStore[K]) scan(m *pMeta, fn func(kb []byte, pairs [][2][]byte) error) error {
+	lo, hi := idBounds(m.id)
+	it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	var (
+		curK  []byte
+		pairs [][2][]byte
+	)
+	flush := func() error {
+		if curK == nil {
+			return nil
+		}
+		err := fn(curK, pairs)
+		curK, pairs = nil, pairs[:0]
+		return err
+	}
+	for valid := it.First(); valid; valid = it.Next() {
+		key := it.Key()[idLen+kgLen:]
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		if m.kind != kindMap {
+			if err := fn(key, [][2][]byte{{nil, v}}); err != nil {
+				return err
+			}
+			continue
+		}
+		_, n, err := p.kc.Decode(key)
+		if err != nil {
+			return fmt.Errorf("key: %w", err)
+		}
+		if curK != nil && !bytes.Equal(curK, key[:n]) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if curK == nil {
+			curK = bytes.Clone(key[:n])
+		}
+		pairs = append(pairs, [2][]byte{bytes.Clone(key[n:]), bytes.Clone(v)})
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	return flush()
+}
+
+func (p *pebbleStore[K]) snapshot() ([]byte, error) {
+	names := p.sortedMeta()
+	out := binary.AppendUvarint([]byte(snapshotMagic), uint64(len(names)))
+	var w stateWriter
+	for _, name := range names {
+		m := p.meta[name]
+		w.buf, w.n = w.buf[:0], 0
+		err := p.scan(m, func(kb []byte, pairs [][2][]byte) error {
+			if m.kind != kindMap {
+				w.entry(kb, pairs[0][1])
+				return nil
+			}
+			w.vb = binary.AppendUvarint(w.vb[:0], uint64(len(pairs)))
+			for _, kv := range pairs {
+				w.vb = appendLenPrefixed(w.vb, kv[0])
+				w.vb = appendLenPrefixed(w.vb, kv[1])
+			}
+			w.entry(kb, w.vb)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("state %q: %w", name, err)
+		}
+		out = appendState(out, name, m.kind, &w)
+	}
+	return out, nil
+}
+
+func (p *pebbleStore[K]) len(b *Backend[K]) int {
+	n := 0
+	for name := range b.states {
+		err := p.scan(p.meta[name], func([]byte, [][2][]byte) error { n++; return nil })
+		if err != nil {
+			panic(fmt.Errorf("state %q: %w", name, err))
+		}
+	}
+	return n
+}
+
+// restoreState writes a snapshot's entries into the store; an entry
+// replaces the key's state.
+func (p *pebbleStore[K]) restoreState(st snapState, keep func(K) bool) error {
+	m, err := p.metaFor(st.name, st.kind)
+	if err != nil {
+		return err
+	}
+	batch := p.db.NewBatch()
+	defer func() { batch.Close() }()
+	var key []byte
+	for _, e := range st.entries {
+		k, err := decodeAll(p.kc, e.k)
+		if err != nil {
+			return fmt.Errorf("key: %w", err)
+		}
+		if keep != nil && !keep(k) {
+			continue
+		}
+		key = appendPrefix(key[:0], m.id, p.group(k))
+		key = append(key, e.k...)
+		switch m.kind {
+		case kindMap:
+			if err := batch.DeleteRange(key, prefixEnd(key), nil); err != nil {
+				return err
+			}
+			n := len(key)
+			err := mapPairs(e.v, func(mk, mv []byte) error {
+				key = append(key[:n], mk...)
+				return batch.Set(key, mv, nil)
+			})
+			if err != nil {
+				return err
+			}
+		case kindList:
+			if len(e.v) == 0 {
+				err = batch.Delete(key, nil)
+			} else {
+				err = batch.Set(key, e.v, nil)
+			}
+		default:
+			err = batch.Set(key, e.v, nil)
+		}
+		if err != nil {
+			return err
+		}
+		if batch.Len() > 16<<20 {
+			if err := batch.Commit(pebble.NoSync); err != nil {
+				return err
+			}
+			batch.Close()
+			batch = p.db.NewBatch()
+		}
+	}
+	return batch.Commit(pebble.NoSync)
+}
