@@ -56,6 +56,10 @@ type ProcessContext struct {
 	global  *State
 	merging bool
 	ts      int64
+	// lazyGlobal, set by the fast path, returns the per-key state of the
+	// key being evaluated (nil outside Process and Clear), made only when
+	// the function asks for it.
+	lazyGlobal func() *State
 }
 
 // ErrMergingWindowState is the failure of WindowState in merging (session)
@@ -95,6 +99,9 @@ func (c *ProcessContext) WindowState() *State {
 // GlobalState returns state kept per key across all its windows; it lives
 // until the function deletes it.
 func (c *ProcessContext) GlobalState() *State {
+	if c.global == nil && c.lazyGlobal != nil {
+		c.global = c.lazyGlobal()
+	}
 	if c.global == nil {
 		c.oc.Fail(errNoWindow)
 	}

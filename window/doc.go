@@ -130,6 +130,15 @@
 // windows, timers or state are dropped, so a snapshot of the operator is
 // the map of keyStates, by key.
 //
+// The common case — tumbling or sliding event-time windows with the
+// default EventTimeTrigger, no evictor and an incremental function
+// (Reduce, Aggregate, ReduceProcess, AggregateProcess) — runs on a fast
+// path with the same behaviour and no per-key timers: one pane per window
+// start holds the accumulator and per-window state of every key with
+// elements in that window, the open panes are kept sorted by start, and a
+// watermark fires and cleans up whole panes in time order (fast.go).
+// Per-key state is made there only when the function asks for it.
+//
 // # Differences from Flink
 //
 //   - ContinuousEventTimeTrigger aligns its first firing with floor

@@ -43,7 +43,15 @@ type Driver[T, OUT any] struct {
 	// watermarked is whether the last input was a watermark.
 	watermarked bool
 	open        func() error
+	fast        bool
+	snapshot    func() error
 }
+
+// Snapshot takes the operator's snapshot: an error while it holds state.
+func (d *Driver[T, OUT]) Snapshot() error { return d.snapshot() }
+
+// FastPath reports whether the operator runs on the fast path (fast.go).
+func (d *Driver[T, OUT]) FastPath() bool { return d.fast }
 
 // Emit passes an element.
 func (d *Driver[T, OUT]) Emit(v T, ts int64) { d.watermarked = false; d.op.Emit(v, ts) }
@@ -75,6 +83,12 @@ func newDriver[K comparable, T, ACC, V, OUT any](w *Windowed[K, T], f *funcs[K, 
 	d.op = op
 	d.check = op.checkInvariants
 	d.keys = func() int { return len(op.keys) }
+	d.fast = op.fast != nil
+	d.snapshot = func() error { _, err := op.SnapshotState(1); return err }
+	if op.fast != nil {
+		d.check = op.checkFastInvariants
+		d.keys = op.fast.numKeys
+	}
 	if err := op.Open(); err != nil {
 		return nil, err
 	}

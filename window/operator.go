@@ -52,6 +52,9 @@ type operator[K comparable, T, ACC, V, OUT any] struct {
 	timers  *runtime.TimerService[K]
 	pts     *runtime.ProcessingTimeService
 	keys    map[K]*keyState[T, ACC]
+	// fast, when set, holds the state instead of keys and timers: see
+	// fast.go.
+	fast *fastState[K, ACC]
 
 	tctx    triggerCtx[K, T, ACC, V, OUT]
 	pctx    ProcessContext
@@ -99,6 +102,10 @@ func newOperator[K comparable, T, ACC, V, OUT any](oc *runtime.OperatorContext, 
 	op.tctx.op = op
 	op.pctx = ProcessContext{oc: oc, clocks: &op.tctx, merging: s.merger != nil}
 	op.col = collector[OUT]{oc: oc, out: out}
+	if s.fastPath(f.add != nil) {
+		op.fast = newFastState[K, T, ACC](s, op.fn)
+		op.pctx.lazyGlobal = op.fastGlobal
+	}
 	oc.Register(op)
 	return op
 }
@@ -136,6 +143,10 @@ func (op *operator[K, T, ACC, V, OUT]) isElementLate(ts int64) bool {
 // not late, the trigger decides for each, and an element that no window
 // took goes to the late side output.
 func (op *operator[K, T, ACC, V, OUT]) Emit(v T, ts int64) {
+	if op.fast != nil {
+		op.emitFast(v, ts)
+		return
+	}
 	op.oc.Enter()
 	if op.s.eventTime && ts == runtime.NoTimestamp {
 		op.oc.Fail(errNoTimestamp)
@@ -538,7 +549,15 @@ func (op *operator[K, T, ACC, V, OUT]) merge(key K, ks *keyState[T, ACC], result
 // those past their lateness), then forwards it, to the main output and
 // every side output: a window's results precede the watermark.
 func (op *operator[K, T, ACC, V, OUT]) EmitWatermark(wm int64) {
-	op.timers.AdvanceWatermark(wm)
+	if op.fast != nil {
+		wm0 := op.watermark()
+		op.timers.AdvanceWatermark(wm)
+		if wm > wm0 {
+			op.advanceFast(wm0, wm)
+		}
+	} else {
+		op.timers.AdvanceWatermark(wm)
+	}
 	op.out.EmitWatermark(wm)
 	for _, s := range op.sides {
 		s.(interface{ EmitWatermark(int64) }).EmitWatermark(wm)

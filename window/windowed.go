@@ -222,6 +222,16 @@ func reduceFuncs[K comparable, T, OUT any](reduce func(a, b T) T, fn ProcessWind
 }
 
 func aggregateFuncs[K comparable, T, ACC, V, OUT any](agg AggregateFunction[T, ACC, V], fn ProcessWindowFunction[K, V, OUT]) *funcs[K, T, ACC, V, OUT] {
+	if a, ok := agg.(*aggregateFns[T, ACC, V]); ok {
+		// NewAggregate's functions, called without the interface.
+		create, add := a.create, a.add
+		return &funcs[K, T, ACC, V, OUT]{
+			first: func(v T) ACC { return add(v, create()) },
+			add:   func(acc ACC, v T) ACC { return add(v, acc) },
+			merge: a.merge, get: a.result,
+			process: fn,
+		}
+	}
 	return &funcs[K, T, ACC, V, OUT]{
 		first: func(v T) ACC { return agg.Add(v, agg.CreateAccumulator()) },
 		add:   func(acc ACC, v T) ACC { return agg.Add(v, acc) },
@@ -270,6 +280,27 @@ type spec[T any] struct {
 	evictor   Evictor
 	lateness  int64
 	lateTag   *stream.OutputTag[T]
+
+	// aligned is set for the built-in tumbling and sliding event-time
+	// assigners: every window is [start, start+size) with start a multiple
+	// of slide plus offset (slide == size for tumbling).
+	aligned             bool
+	size, slide, offset int64
+}
+
+// fastPath reports whether the operator can run with per-window-start
+// panes instead of per-key windows and timers: aligned event-time windows,
+// the default EventTimeTrigger, no evictor, an incremental function.
+func (s *spec[T]) fastPath(incremental bool) bool {
+	if !s.aligned || !s.eventTime || s.merger != nil || s.evictor != nil || !incremental {
+		return false
+	}
+	t, ok := s.trigger.(anyTrigger[T])
+	if !ok {
+		return false
+	}
+	_, ok = t.AnyTrigger.(eventTimeTrigger)
+	return ok
 }
 
 func resolve[K comparable, T any](w *Windowed[K, T]) (*spec[T], error) {
@@ -296,6 +327,12 @@ func resolve[K comparable, T any](w *Windowed[K, T]) (*spec[T], error) {
 	if w.assigner != nil {
 		s.eventTime = w.assigner.EventTime()
 		s.merger, _ = w.assigner.(Merger)
+		switch a := w.assigner.(type) {
+		case *tumbling:
+			s.aligned, s.size, s.slide, s.offset = a.eventTime, a.size, a.size, a.offset
+		case *sliding:
+			s.aligned, s.size, s.slide, s.offset = a.eventTime, a.size, a.slide, a.offset
+		}
 	}
 	t := w.trigger
 	if t == nil {
