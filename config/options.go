@@ -139,6 +139,10 @@ var (
 	NumRetainedCheckpoints = intOption("state.checkpoints.num-retained", 1, 1, math.MaxInt,
 		"Completed checkpoints kept in state.checkpoints.dir; older ones are deleted.")
 
+	TmpDirs = stringOption("io.tmp.dirs", "",
+		"Local directory for the working files of operators, such as the pebble state backend's stores. "+
+			"Empty uses the system's temporary directory.")
+
 	CheckpointsDir = stringOption("state.checkpoints.dir", "",
 		"Directory (a path or a file:// URI) where completed checkpoints are written as "+
 			"<dir>/<job-id>/chk-<n>/_metadata. Empty keeps them in memory (the jobmanager storage), "+
@@ -208,6 +212,7 @@ var catalog = []catalogOption{
 	ExternalizedRetention,
 	NumRetainedCheckpoints,
 	CheckpointsDir,
+	TmpDirs,
 	RestartStrategy,
 	RestartAttempts,
 	RestartDelay,

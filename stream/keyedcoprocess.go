@@ -40,7 +40,9 @@ func keyedCoProcess[K comparable, A, B, U any](kcs *KeyedConnectedStreams[K, A, 
 	return TransformTwoInput(cs, kind, name, func(oc *runtime.OperatorContext, out runtime.Output[U]) (runtime.TwoInput[A, B], error) {
 		fn := instance(fn)
 		op := &keyedCoProcessOp[K, A, B, U]{fn: fn, key1: kcs.a.key, key2: kcs.b.key}
-		op.init(oc, fn, out)
+		if err := op.init(oc, fn, out, kcs.a.hasher); err != nil {
+			return nil, err
+		}
 		return op, nil
 	})
 }

@@ -2,9 +2,10 @@ package stream
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
+	"os"
 
+	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/internal/runtime"
 	"github.com/weirproject/weir/state"
 )
@@ -92,7 +93,9 @@ func KeyedProcess[K comparable, T, U any](ks *KeyedStream[K, T], fn KeyedProcess
 	return addNode[T, U](ks.s, "keyed-process", "KeyedProcess", oneInput(func(oc *runtime.OperatorContext, out runtime.Output[U]) (runtime.Output[T], error) {
 		fn := instance(fn)
 		op := &keyedProcessOp[K, T, U]{fn: fn, key: ks.key}
-		op.init(oc, fn, out)
+		if err := op.init(oc, fn, out, ks.hasher); err != nil {
+			return nil, err
+		}
 		return op, nil
 	}))
 }
@@ -115,19 +118,45 @@ func (p *keyedProcessOp[K, T, U]) Emit(v T, ts int64) {
 // user function.
 type keyedCore[K comparable, U any] struct {
 	oc      *runtime.OperatorContext
+	hash    runtime.KeyHasher[K]
 	userFn  any
 	onTimer KeyedTimerHandler[K, U]
 	ctx     KeyedContext[K]
 	col     collector[U]
 }
 
-func (c *keyedCore[K, U]) init(oc *runtime.OperatorContext, fn any, out runtime.Output[U]) {
-	c.oc, c.userFn = oc, fn
-	c.ctx = KeyedContext[K]{Context: Context{oc: oc, ts: runtime.NoTimestamp}, backend: state.NewBackend[K]()}
+func (c *keyedCore[K, U]) init(oc *runtime.OperatorContext, fn any, out runtime.Output[U], hash runtime.KeyHasher[K]) error {
+	c.oc, c.userFn, c.hash = oc, fn, hash
+	backend, err := newStateBackend(oc, hash)
+	if err != nil {
+		return err
+	}
+	c.ctx = KeyedContext[K]{Context: Context{oc: oc, ts: runtime.NoTimestamp}, backend: backend}
 	c.ctx.timers = runtime.NewTimerService(oc, c.onEventTime, c.onProcessingTime)
 	c.col.oc, c.col.out = oc, out
 	c.onTimer, _ = fn.(KeyedTimerHandler[K, U])
 	oc.Register(c)
+	return nil
+}
+
+// newStateBackend creates the keyed state backend state.backend.type
+// names: the heap, or a Pebble store under io.tmp.dirs that the task
+// removes when it ends.
+func newStateBackend[K comparable](oc *runtime.OperatorContext, hash runtime.KeyHasher[K]) (*state.Backend[K], error) {
+	if config.StateBackend.Get(oc.Config) != config.StateBackendPebble {
+		return state.NewBackend[K](), nil
+	}
+	dir := config.TmpDirs.Get(oc.Config)
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	maxP := oc.Info.MaxParallelism
+	b, err := state.NewPebbleBackend[K](dir, maxP, func(k K) int { return runtime.KeyGroupFor(hash(k), maxP) })
+	if err != nil {
+		return nil, fmt.Errorf("pebble state backend in %s: %w", dir, err)
+	}
+	oc.OnCleanup(func() { _ = b.Close() })
+	return b, nil
 }
 
 // begin scopes state and timers to key for a record with timestamp ts.
@@ -211,11 +240,11 @@ func (c *keyedCore[K, U]) RestoreState(data []byte) error {
 	if err := json.Unmarshal(data, &snap); err != nil {
 		return fmt.Errorf("decode keyed snapshot: %w", err)
 	}
-	if c.oc.Rescaled() {
-		return errors.New("rescaling the keyed state of process functions is not supported yet; restore at the checkpoint's parallelism")
-	}
-	if err := c.ctx.backend.Restore(snap.State); err != nil {
+	// After a rescale every old subtask's piece arrives; keep the keys of
+	// this subtask's key groups.
+	keep := keyFilter(c.oc, c.hash)
+	if err := c.ctx.backend.Restore(snap.State, keep); err != nil {
 		return err
 	}
-	return c.ctx.timers.Restore(snap.Timers, nil)
+	return c.ctx.timers.Restore(snap.Timers, keep)
 }

@@ -207,9 +207,6 @@ func (mc *MiniCluster) Submit(ctx context.Context, jg *graph.JobGraph) (*Job, er
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if b := config.StateBackend.Get(cfg); b != config.StateBackendHashMap {
-		return nil, fmt.Errorf("runtime: state.backend.type %q is not available yet; use %q", b, config.StateBackendHashMap)
-	}
 	eg, err := graph.BuildExecutionGraph(jg)
 	if err != nil {
 		return nil, err

@@ -102,7 +102,9 @@ type Task struct {
 	drainSource func()
 	listeners   []CheckpointListener
 	aborters    []CheckpointAbortListener
-	finals      []FinalCommitter
+	// cleanups run when the task ends, whatever happened.
+	cleanups []func()
+	finals   []FinalCommitter
 
 	// failed is set before the operators close after a failure, so that
 	// sinks discard instead of publish.
@@ -147,6 +149,10 @@ func (t *Task) ProcessingTime() *ProcessingTimeService {
 	}
 	return t.pts
 }
+
+// OnCleanup runs f when the task ends, after success or failure, even if
+// the operator was never opened.
+func (oc *OperatorContext) OnCleanup(f func()) { oc.Task.cleanups = append(oc.Task.cleanups, f) }
 
 // Rescaled reports whether the operator's state comes from a checkpoint
 // taken at another parallelism: RestoreState then gets every old
@@ -235,6 +241,9 @@ func (t *Task) run(body func()) (err error) {
 		t.failed = err != nil
 		if t.pts != nil {
 			t.pts.stopAll()
+		}
+		for _, f := range t.cleanups {
+			f()
 		}
 		// Close what was opened, head of the chain first; a close error
 		// matters only if nothing failed before.
