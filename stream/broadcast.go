@@ -39,7 +39,7 @@ type BroadcastOpener interface {
 func ConnectBroadcast[T, B, U any](s *Stream[T], b *Stream[B], fn BroadcastProcessFunction[T, B, U]) *Stream[U] {
 	cs := &ConnectedStreams[T, B]{a: s, b: b.Broadcast()}
 	return TransformTwoInput(cs, "broadcast-process", "BroadcastProcess", func(oc *runtime.OperatorContext, out runtime.Output[U]) (runtime.TwoInput[T, B], error) {
-		op := &broadcastOp[T, B, U]{oc: oc, fn: instance(fn)}
+		op := &broadcastOp[T, B, U]{oc: oc, fn: Instance(fn)}
 		op.ctx = BroadcastContext{Context: Context{oc: oc, ts: runtime.NoTimestamp}, broadcast: state.NewBroadcast()}
 		op.col.oc, op.col.out = oc, out
 		oc.Register(op)

@@ -64,7 +64,7 @@ func (c coFuncs[A, B, U]) ProcessElement2(v B, ctx *Context, out Collector[U]) e
 
 func addTwoInput[A, B, U any](cs *ConnectedStreams[A, B], kind, name string, fn CoProcessFunction[A, B, U]) *Stream[U] {
 	return TransformTwoInput(cs, kind, name, func(oc *runtime.OperatorContext, out runtime.Output[U]) (runtime.TwoInput[A, B], error) {
-		op := &coProcessOp[A, B, U]{oc: oc, fn: instance(fn), ctx: Context{oc: oc, ts: runtime.NoTimestamp}}
+		op := &coProcessOp[A, B, U]{oc: oc, fn: Instance(fn), ctx: Context{oc: oc, ts: runtime.NoTimestamp}}
 		op.col.oc, op.col.out = oc, out
 		oc.Register(op)
 		return op, nil

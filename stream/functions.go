@@ -184,7 +184,7 @@ func (f *filterOp[T]) EmitWatermarkStatus(idle bool) { runtime.EmitStatus(f.out,
 // with an error naming the operator and the subtask.
 func Process[T, U any](s *Stream[T], fn ProcessFunction[T, U]) *Stream[U] {
 	return addNode[T, U](s, "process", "Process", oneInput(func(oc *runtime.OperatorContext, out runtime.Output[U]) (runtime.Output[T], error) {
-		op := &processOp[T, U]{oc: oc, fn: instance(fn), ctx: Context{oc: oc, ts: runtime.NoTimestamp}}
+		op := &processOp[T, U]{oc: oc, fn: Instance(fn), ctx: Context{oc: oc, ts: runtime.NoTimestamp}}
 		op.col.oc, op.col.out = oc, out
 		oc.Register(op)
 		return op, nil
@@ -227,12 +227,13 @@ func (p *processOp[T, U]) Finish() error {
 
 func (p *processOp[T, U]) Close() error { return closeFunction(p.oc, p.fn) }
 
-// instance returns the function value one subtask runs. A function held by
+// Instance returns the function value one subtask runs. A function held by
 // pointer to a struct is copied (shallowly), so that every parallel subtask
 // has its own instance, as every Flink subtask has its own deserialized
 // copy: fields set before Execute are shared configuration, and state a
-// function initializes in Open belongs to its subtask alone.
-func instance[F any](fn F) F {
+// function initializes in Open belongs to its subtask alone. Operators
+// built on Transform use it too.
+func Instance[F any](fn F) F {
 	v := reflect.ValueOf(fn)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
 		return fn

@@ -38,7 +38,7 @@ func KeyedCoProcess[K comparable, A, B, U any](kcs *KeyedConnectedStreams[K, A, 
 func keyedCoProcess[K comparable, A, B, U any](kcs *KeyedConnectedStreams[K, A, B], kind, name string, fn KeyedCoProcessFunction[K, A, B, U]) *Stream[U] {
 	cs := &ConnectedStreams[A, B]{a: kcs.a.s, b: kcs.b.s}
 	return TransformTwoInput(cs, kind, name, func(oc *runtime.OperatorContext, out runtime.Output[U]) (runtime.TwoInput[A, B], error) {
-		fn := instance(fn)
+		fn := Instance(fn)
 		op := &keyedCoProcessOp[K, A, B, U]{fn: fn, key1: kcs.a.key, key2: kcs.b.key}
 		if err := op.init(oc, fn, out, kcs.a.hasher); err != nil {
 			return nil, err

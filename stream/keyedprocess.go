@@ -91,7 +91,7 @@ type KeyedOpener[K comparable] interface {
 // KeyedProcess applies a keyed process function.
 func KeyedProcess[K comparable, T, U any](ks *KeyedStream[K, T], fn KeyedProcessFunction[K, T, U]) *Stream[U] {
 	return addNode[T, U](ks.s, "keyed-process", "KeyedProcess", oneInput(func(oc *runtime.OperatorContext, out runtime.Output[U]) (runtime.Output[T], error) {
-		fn := instance(fn)
+		fn := Instance(fn)
 		op := &keyedProcessOp[K, T, U]{fn: fn, key: ks.key}
 		if err := op.init(oc, fn, out, ks.hasher); err != nil {
 			return nil, err

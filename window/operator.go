@@ -82,7 +82,7 @@ type pendingMerge struct {
 func newOperator[K comparable, T, ACC, V, OUT any](oc *runtime.OperatorContext, out runtime.Output[OUT], key func(T) K, s *spec[T], f *funcs[K, T, ACC, V, OUT]) *operator[K, T, ACC, V, OUT] {
 	op := &operator[K, T, ACC, V, OUT]{
 		oc: oc, out: out, key: key, s: s, f: f,
-		fn:      instance(f.process),
+		fn:      stream.Instance(f.process),
 		buffers: f.add == nil || s.evictor != nil,
 		pts:     oc.Task.ProcessingTime(),
 		keys:    make(map[K]*keyState[T, ACC]),

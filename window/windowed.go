@@ -386,19 +386,3 @@ func build[K comparable, T, ACC, V, OUT any](w *Windowed[K, T], what string, f *
 	}
 	return out
 }
-
-// instance returns the function one subtask runs: a function held by
-// pointer to a struct is copied (shallowly), as in the stream package.
-func instance[F any](fn F) F {
-	v := reflect.ValueOf(fn)
-	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-		return fn
-	}
-	cp := reflect.New(v.Elem().Type())
-	cp.Elem().Set(v.Elem())
-	out, ok := cp.Interface().(F)
-	if !ok {
-		return fn
-	}
-	return out
-}
