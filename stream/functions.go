@@ -15,8 +15,9 @@ type Collector[T any] interface {
 // Context is what process functions learn about the record being
 // processed and the subtask running them.
 type Context struct {
-	oc *runtime.OperatorContext
-	ts int64
+	oc      *runtime.OperatorContext
+	ts      int64
+	opState *operatorState
 }
 
 // Timestamp returns the record's event timestamp in milliseconds, if it
@@ -184,7 +185,8 @@ func (f *filterOp[T]) EmitWatermarkStatus(idle bool) { runtime.EmitStatus(f.out,
 // with an error naming the operator and the subtask.
 func Process[T, U any](s *Stream[T], fn ProcessFunction[T, U]) *Stream[U] {
 	return addNode[T, U](s, "process", "Process", oneInput(func(oc *runtime.OperatorContext, out runtime.Output[U]) (runtime.Output[T], error) {
-		op := &processOp[T, U]{oc: oc, fn: Instance(fn), ctx: Context{oc: oc, ts: runtime.NoTimestamp}}
+		op := &processOp[T, U]{oc: oc, fn: Instance(fn), ctx: Context{oc: oc, ts: runtime.NoTimestamp,
+			opState: newOperatorState(oc.Task.Subtask(), oc.Task.Parallelism())}}
 		op.col.oc, op.col.out = oc, out
 		oc.Register(op)
 		return op, nil
@@ -226,6 +228,14 @@ func (p *processOp[T, U]) Finish() error {
 }
 
 func (p *processOp[T, U]) Close() error { return closeFunction(p.oc, p.fn) }
+
+// SnapshotState checkpoints the function's operator list states.
+func (p *processOp[T, U]) SnapshotState(int64) ([]byte, error) { return p.ctx.opState.snapshot() }
+
+// RestoreState hands restored operator list states to the function's Open.
+func (p *processOp[T, U]) RestoreState(data []byte) error {
+	return p.ctx.opState.restore(data, p.oc.Rescaled())
+}
 
 // Instance returns the function value one subtask runs. A function held by
 // pointer to a struct is copied (shallowly), so that every parallel subtask
