@@ -643,7 +643,9 @@ func TestRescaleKeyedProcessState(t *testing.T) {
 
 // countingFn counts the records its subtask saw in operator list state
 // and emits the total of its entries when the input ends.
-type countingFn struct{ counts *stream.OperatorListState[int64] }
+type countingFn struct {
+	counts *stream.OperatorListState[int64]
+}
 
 func (c *countingFn) Open(ctx *stream.Context) (err error) {
 	c.counts, err = stream.GetOperatorListState[int64](ctx, "counts", stream.RedistributeEvenSplit)
