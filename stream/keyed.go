@@ -162,17 +162,8 @@ func (r *reduceOp[K, T]) RestoreState(data []byte) error {
 	return nil
 }
 
-// keyFilter returns, for a rescaled restore, the test that a key belongs
-// to this subtask's key groups; nil when every restored key is ours.
 func keyFilter[K any](oc *runtime.OperatorContext, hash runtime.KeyHasher[K]) func(K) bool {
-	if !oc.Rescaled() {
-		return nil
-	}
-	r, maxP := oc.KeyGroups(), oc.Info.MaxParallelism
-	return func(k K) bool {
-		kg := runtime.KeyGroupFor(hash(k), maxP)
-		return kg >= r.Start && kg <= r.End
-	}
+	return runtime.KeyFilter(oc, hash)
 }
 
 func reduceCodecs[K, T any]() (codec.Codec[K], codec.Codec[T], error) {

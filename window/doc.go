@@ -139,6 +139,21 @@
 // watermark fires and cleans up whole panes in time order (fast.go).
 // Per-key state is made there only when the function asks for it.
 //
+// # Checkpoints
+//
+// The operator's state is checkpointed (checkpoint.go): its watermark;
+// on the general path every key's windows (accumulators encoded with
+// codec.For[ACC], or buffered elements with codec.For[T] and their
+// timestamps), trigger state, per-window and per-key State and timer
+// index, and the runtime's timers; on the fast path the open panes and
+// the per-key State. A restored operator continues exactly as the
+// original would, so a job's output stays exactly once across failures
+// and savepoints. After a rescale each subtask keeps the keys of its key
+// groups from every old subtask's piece. When the operator holds state of
+// a type without a codec (keys, accumulators, or elements it buffers) the
+// checkpoint is declined with an error naming the type; a job then
+// recovers from an earlier checkpoint or from the start.
+//
 // # Differences from Flink
 //
 //   - ContinuousEventTimeTrigger aligns its first firing with floor

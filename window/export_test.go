@@ -45,10 +45,22 @@ type Driver[T, OUT any] struct {
 	open        func() error
 	fast        bool
 	snapshot    func() error
+	snapBytes   func() ([]byte, error)
+	restore     func(pieces [][]byte) (*Driver[T, OUT], error)
 }
 
-// Snapshot takes the operator's snapshot: an error while it holds state.
+// Snapshot takes the operator's snapshot and reports its error.
 func (d *Driver[T, OUT]) Snapshot() error { return d.snapshot() }
+
+// SnapshotBytes takes the operator's snapshot.
+func (d *Driver[T, OUT]) SnapshotBytes() ([]byte, error) { return d.snapBytes() }
+
+// Restore makes a fresh operator of the same kind, restores the pieces
+// into it (RestoreState, then Open, as the runtime does) and returns its
+// driver; its outputs start empty.
+func (d *Driver[T, OUT]) Restore(pieces ...[]byte) (*Driver[T, OUT], error) {
+	return d.restore(pieces)
+}
 
 // FastPath reports whether the operator runs on the fast path (fast.go).
 func (d *Driver[T, OUT]) FastPath() bool { return d.fast }
@@ -66,6 +78,10 @@ func (d *Driver[T, OUT]) Check() error { return d.check(d.watermarked) }
 func (d *Driver[T, OUT]) Keys() int { return d.keys() }
 
 func newDriver[K comparable, T, ACC, V, OUT any](w *Windowed[K, T], f *funcs[K, T, ACC, V, OUT]) (*Driver[T, OUT], error) {
+	return newRestoredDriver(w, f, nil)
+}
+
+func newRestoredDriver[K comparable, T, ACC, V, OUT any](w *Windowed[K, T], f *funcs[K, T, ACC, V, OUT], pieces [][]byte) (*Driver[T, OUT], error) {
 	s, err := resolve(w)
 	if err != nil {
 		return nil, err
@@ -76,21 +92,36 @@ func newDriver[K comparable, T, ACC, V, OUT any](w *Windowed[K, T], f *funcs[K, 
 		Info:        &runtime.OperatorInfo{Kind: "window", Name: "test"},
 		SideOutputs: map[string]any{},
 	}
+	var late *capture[T]
 	if s.lateTag != nil {
-		oc.SideOutputs[s.lateTag.ID()] = runtime.Output[T](&capture[T]{wm: math.MinInt64, out: &d.Late})
+		late = &capture[T]{wm: math.MinInt64, out: &d.Late}
+		oc.SideOutputs[s.lateTag.ID()] = runtime.Output[T](late)
 	}
-	op := newOperator(oc, &capture[OUT]{wm: math.MinInt64, out: &d.Out}, w.key, s, f)
+	main := &capture[OUT]{wm: math.MinInt64, out: &d.Out}
+	op := newOperator(oc, main, w.key, s, f)
 	d.op = op
 	d.check = op.checkInvariants
 	d.keys = func() int { return len(op.keys) }
 	d.fast = op.fast != nil
 	d.snapshot = func() error { _, err := op.SnapshotState(1); return err }
+	d.snapBytes = func() ([]byte, error) { return op.SnapshotState(1) }
+	d.restore = func(pieces [][]byte) (*Driver[T, OUT], error) { return newRestoredDriver(w, f, pieces) }
 	if op.fast != nil {
 		d.check = op.checkFastInvariants
 		d.keys = op.fast.numKeys
 	}
+	for _, p := range pieces {
+		if err := op.RestoreState(p); err != nil {
+			return nil, err
+		}
+	}
 	if err := op.Open(); err != nil {
 		return nil, err
+	}
+	// The restored operator's outputs saw the watermark it restored.
+	main.wm = op.watermark()
+	if late != nil {
+		late.wm = op.watermark()
 	}
 	return d, nil
 }

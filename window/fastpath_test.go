@@ -68,10 +68,10 @@ func TestFastPathSelection(t *testing.T) {
 	}
 }
 
-// TestFastPathDeclinesCheckpointsWhileHoldingState: the fast path's state
-// (open panes, per-key state) declines snapshots as the general
-// operator's does.
-func TestFastPathDeclinesCheckpointsWhileHoldingState(t *testing.T) {
+// TestFastPathSnapshotsItsState: the fast path's state (open panes,
+// per-key state) is snapshotted and restored, and an operator without
+// state snapshots to nothing.
+func TestFastPathSnapshotsItsState(t *testing.T) {
 	env := stream.NewEnvironmentWithConfig(nil)
 	ks := stream.KeyBy(stream.FromSlice(env, []ev{}), func(e ev) int32 { return e.Key })
 	w := window.Of(ks, window.TumblingEventTime(10*time.Millisecond)).AllowedLateness(5 * time.Millisecond)
@@ -82,22 +82,36 @@ func TestFastPathDeclinesCheckpointsWhileHoldingState(t *testing.T) {
 	if !d.FastPath() {
 		t.Fatal("not on the fast path")
 	}
-	if err := d.Snapshot(); err != nil {
-		t.Fatalf("empty operator: %v", err)
+	if b, err := d.SnapshotBytes(); err != nil || len(b) != 0 {
+		t.Fatalf("empty operator: %d bytes, %v", len(b), err)
 	}
 	d.Emit(ev{Key: 1, Cnt: 1, MinTs: 3, MaxTs: 3}, 3)
-	if err := d.Snapshot(); err == nil {
-		t.Fatal("snapshot taken while a window holds state")
-	}
 	d.Watermark(10) // fires [0,10), keeps it until 14
-	if err := d.Snapshot(); err == nil || len(d.Out) != 1 {
-		t.Fatalf("after firing: snapshot error %v, %d results", err, len(d.Out))
+	b, err := d.SnapshotBytes()
+	if err != nil || len(b) == 0 || len(d.Out) != 1 {
+		t.Fatalf("after firing: %d bytes, error %v, %d results", len(b), err, len(d.Out))
 	}
-	d.Watermark(14)
-	if err := d.Snapshot(); err != nil || d.Keys() != 0 {
-		t.Fatalf("after cleanup: snapshot error %v, %d keys", err, d.Keys())
+	r, err := d.Restore(b)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// Per-key state alone declines too.
+	if r.Keys() != 1 {
+		t.Fatalf("restored %d keys, want 1", r.Keys())
+	}
+	// A late element within the lateness fires the restored window at
+	// once, with the restored contents; the restored watermark does not
+	// fire it again.
+	for _, x := range []*window.Driver[ev, ev]{d, r} {
+		x.Emit(ev{Key: 1, Cnt: 1, MinTs: 5, MaxTs: 5}, 5)
+		x.Watermark(14)
+		if err := x.Check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(r.Out) != 1 || r.Out[0] != d.Out[1] || r.Out[0].V.Cnt != 2 || r.Keys() != 0 {
+		t.Fatalf("restored: %+v (keys %d), original %+v", r.Out, r.Keys(), d.Out)
+	}
+	// Per-key state alone is snapshotted too.
 	fn := window.ProcessWindowFunc[int32, ev, ev](func(_ int32, ctx *window.ProcessContext, e []ev, out stream.Collector[ev]) error {
 		ctx.GlobalState().Add("n", 1)
 		out.Collect(e[0])
@@ -109,8 +123,12 @@ func TestFastPathDeclinesCheckpointsWhileHoldingState(t *testing.T) {
 	}
 	d.Emit(ev{Key: 1, Cnt: 1}, 3)
 	d.Watermark(math.MaxInt64)
-	if err := d.Snapshot(); err == nil || d.Keys() != 1 {
+	b, err = d.SnapshotBytes()
+	if err != nil || d.Keys() != 1 {
 		t.Fatalf("with per-key state: snapshot error %v, %d keys", err, d.Keys())
+	}
+	if r, err = d.Restore(b); err != nil || r.Keys() != 1 {
+		t.Fatalf("restored per-key state: %v, %d keys", err, r.Keys())
 	}
 }
 

@@ -135,15 +135,20 @@ func TestTolerableCheckpointFailures(t *testing.T) {
 		}
 	}
 	env := stream.NewEnvironmentWithConfig(cfg)
-	// An hour-long window always holds state, and the window operator
-	// declines checkpoints while it does: the third failure in a row
-	// fails the job.
+	// An hour-long window always holds state, and its accumulator type
+	// has no codec, so the window operator declines checkpoints while it
+	// holds state: the third failure in a row fails the job.
 	src := stream.FromSourceWithWatermarks[int64](env, &stream.Generator[int64]{Count: -1, Fn: func(i int64) int64 {
 		time.Sleep(100 * time.Microsecond)
 		return i
 	}}, "ticks", stream.ForMonotonousTimestamps[int64]().WithTimestampAssigner(func(v, _ int64) int64 { return v }))
-	stream.Collect(window.Reduce(window.Of(stream.KeyBy(src, func(int64) int { return 0 }), window.TumblingEventTime(time.Hour)),
-		func(a, b int64) int64 { return a + b }))
+	type noCodec struct {
+		Sum int64
+		C   chan int
+	}
+	stream.Collect(window.Aggregate(window.Of(stream.KeyBy(src, func(int64) int { return 0 }), window.TumblingEventTime(time.Hour)),
+		window.NewAggregate(func() noCodec { return noCodec{} }, func(v int64, a noCodec) noCodec { a.Sum += v; return a },
+			func(a noCodec) int64 { return a.Sum }, func(a, b noCodec) noCodec { a.Sum += b.Sum; return a })))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := env.Execute(ctx, "declines")

@@ -70,6 +70,12 @@ type operator[K comparable, T, ACC, V, OUT any] struct {
 	merges  []pendingMerge
 	arena   []TimeWindow
 	sources []*contents[T, ACC]
+
+	// A restore (checkpoint.go) sets the watermark and the runtime timers
+	// in Open.
+	restored      bool
+	restoredWm    int64
+	pendingTimers []pendingTimers[K]
 }
 
 // pendingMerge is one merge the assigner reported: the windows
@@ -572,8 +578,11 @@ func (op *operator[K, T, ACC, V, OUT]) EmitWatermarkStatus(idle bool) {
 	}
 }
 
-// Open opens the window function.
+// Open finishes a restore and opens the window function.
 func (op *operator[K, T, ACC, V, OUT]) Open() error {
+	if err := op.finishRestore(); err != nil {
+		return err
+	}
 	if o, ok := op.fn.(Opener); ok {
 		op.oc.Enter()
 		if err := o.Open(&op.pctx); err != nil {

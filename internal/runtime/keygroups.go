@@ -74,3 +74,17 @@ func KeyGroupRangeForSubtask(maxParallelism, parallelism, i int) KeyGroupRange {
 	end := ((i+1)*maxParallelism - 1) / parallelism
 	return KeyGroupRange{Start: start, End: end}
 }
+
+// KeyFilter returns, for an operator restoring a rescaled checkpoint, the
+// test that a key belongs to this subtask's key groups; nil when every
+// restored key is the subtask's own.
+func KeyFilter[K any](oc *OperatorContext, hash KeyHasher[K]) func(K) bool {
+	if oc.Task == nil || !oc.Rescaled() || oc.Info.MaxParallelism <= 0 {
+		return nil
+	}
+	r, maxP := oc.KeyGroups(), oc.Info.MaxParallelism
+	return func(k K) bool {
+		kg := KeyGroupFor(hash(k), maxP)
+		return kg >= r.Start && kg <= r.End
+	}
+}
