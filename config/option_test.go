@@ -264,6 +264,7 @@ func TestCatalog(t *testing.T) {
 		"restart-strategy.fixed-delay.delay":                               "1 s",
 		"execution.checkpointing.timeout":                                  "10 min",
 		"state.checkpoints.dir":                                            "",
+		"state.checkpoint-storage.jobmanager.max-size":                     "5 mb",
 		"io.tmp.dirs":                                                      "",
 		"execution.checkpointing.min-pause":                                "0 ms",
 		"execution.checkpointing.max-concurrent-checkpoints":               "1",

@@ -139,6 +139,10 @@ var (
 	NumRetainedCheckpoints = intOption("state.checkpoints.num-retained", 1, 1, math.MaxInt,
 		"Completed checkpoints kept in state.checkpoints.dir; older ones are deleted.")
 
+	JobManagerStorageMaxSize = memoryOption("state.checkpoint-storage.jobmanager.max-size", 5<<20, 1,
+		"Largest checkpoint kept in memory when state.checkpoints.dir is not set (the jobmanager storage); "+
+			"a larger one fails with an error that says so.")
+
 	TmpDirs = stringOption("io.tmp.dirs", "",
 		"Local directory for the working files of operators, such as the pebble state backend's stores. "+
 			"Empty uses the system's temporary directory.")
@@ -213,6 +217,7 @@ var catalog = []catalogOption{
 	NumRetainedCheckpoints,
 	CheckpointsDir,
 	TmpDirs,
+	JobManagerStorageMaxSize,
 	RestartStrategy,
 	RestartAttempts,
 	RestartDelay,

@@ -718,3 +718,14 @@ func TestOperatorListStateSurvivesRescaling(t *testing.T) {
 		t.Fatalf("final counts %v, want [%d]", totals, n)
 	}
 }
+
+func TestJobManagerStorageLimit(t *testing.T) {
+	env, _ := failingJob(t, 2, 60_000, 0,
+		"state.checkpoint-storage.jobmanager.max-size", "100 bytes",
+		"execution.checkpointing.tolerable-failed-checkpoints", "0",
+		"restart-strategy.type", "none")
+	err := env.Execute(context.Background(), "too-big")
+	if err == nil || !strings.Contains(err.Error(), "more than the jobmanager storage keeps in memory") || !strings.Contains(err.Error(), "set state.checkpoints.dir") {
+		t.Fatalf("err = %v", err)
+	}
+}

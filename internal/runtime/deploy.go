@@ -502,8 +502,20 @@ func (c *coordinator) run(ctx context.Context) error {
 			cur = nil
 			lastEnd = time.Now()
 			cp := &CompletedCheckpoint{ID: done.id, JobID: c.d.storage.jobID}
+			size := 0
 			for i := range c.a.tasks {
 				cp.Tasks = append(cp.Tasks, done.acks[i])
+				for _, data := range done.acks[i].Operators {
+					size += len(data)
+				}
+			}
+			if limit := config.JobManagerStorageMaxSize.Get(c.d.cfg); c.d.storage.dir == "" && done.savepoint == nil && int64(size) > limit {
+				err := fmt.Errorf("checkpoint %d holds %d bytes of state, more than the jobmanager storage keeps in memory (state.checkpoint-storage.jobmanager.max-size = %d bytes); set state.checkpoints.dir to write checkpoints to files", done.id, size, limit)
+				c.d.logger.Warn("checkpoint too large", "checkpoint", done.id, "err", err)
+				if ferr := checkpointFailed(done.id, err); ferr != nil {
+					return ferr
+				}
+				continue
 			}
 			if done.savepoint != nil {
 				path, err := writeSavepoint(done.savepoint.dir, cp)
