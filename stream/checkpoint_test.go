@@ -729,3 +729,23 @@ func TestJobManagerStorageLimit(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestReduceOnPebbleIsExactlyOnce(t *testing.T) {
+	const n = 60_000
+	env, got := failingJob(t, 2, n, 3, "state.backend.type", "pebble", "io.tmp.dirs", t.TempDir())
+	job, err := env.ExecuteAsync(context.Background(), "pebble-reduce")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	g := got.Values()
+	slices.Sort(g)
+	if want := runningSums(n, 37); !slices.Equal(g, want) {
+		t.Fatalf("committed %d records, want %d (restarts %d)", len(g), len(want), job.Restarts())
+	}
+	if job.Restarts() != 3 || job.CompletedCheckpoints() == 0 {
+		t.Fatalf("%d restarts, %d checkpoints", job.Restarts(), job.CompletedCheckpoints())
+	}
+}

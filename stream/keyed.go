@@ -5,8 +5,10 @@ import (
 	"fmt"
 
 	"github.com/weirproject/weir/codec"
+	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/internal/graph"
 	"github.com/weirproject/weir/internal/runtime"
+	"github.com/weirproject/weir/state"
 )
 
 // KeyedStream is a stream partitioned by key: all records with the same
@@ -58,10 +60,66 @@ func (ks *KeyedStream[K, T]) Reduce(fn func(acc, v T) T) *Stream[T] {
 // heap per record.
 func (ks *KeyedStream[K, T]) reduceInPlace(update func(acc, v *T)) *Stream[T] {
 	return addNode[T, T](ks.s, "reduce", "Reduce", oneInput(func(oc *runtime.OperatorContext, out runtime.Output[T]) (runtime.Output[T], error) {
+		if !oc.Batch && config.StateBackend.Get(oc.Config) == config.StateBackendPebble {
+			// State larger than memory: the running results live in the
+			// Pebble store. Batch mode needs to list every key at the
+			// end and stays on the heap (it takes no checkpoints).
+			backend, err := newStateBackend(oc, ks.hasher)
+			if err != nil {
+				return nil, err
+			}
+			op := &backendReduceOp[K, T]{oc: oc, key: ks.key, hash: ks.hasher, update: update, out: out, backend: backend}
+			op.results = state.Value[T](backend, "reduce", *new(T))
+			oc.Register(op)
+			return op, nil
+		}
 		op := &reduceOp[K, T]{oc: oc, key: ks.key, hash: ks.hasher, update: update, out: out, batch: oc.Batch, index: make(map[K]int32)}
 		oc.Register(op)
 		return op, nil
 	}))
+}
+
+// backendReduceOp keeps the running result per key in a state backend
+// (Pebble): one read and one write per record.
+type backendReduceOp[K comparable, T any] struct {
+	oc      *runtime.OperatorContext
+	key     func(T) K
+	hash    runtime.KeyHasher[K]
+	update  func(acc, v *T)
+	out     runtime.Output[T]
+	backend *state.Backend[K]
+	results state.ValueState[T]
+	scratch T
+}
+
+func (r *backendReduceOp[K, T]) Emit(v T, ts int64) {
+	r.oc.Enter()
+	r.backend.SetCurrentKey(r.key(v))
+	acc, ok := r.results.Value()
+	if ok {
+		r.scratch = v
+		r.update(&acc, &r.scratch)
+		v = acc
+	}
+	r.results.Update(v)
+	r.out.Emit(v, ts)
+}
+
+func (r *backendReduceOp[K, T]) EmitWatermark(wm int64) { r.out.EmitWatermark(wm) }
+func (r *backendReduceOp[K, T]) EmitWatermarkStatus(idle bool) {
+	runtime.EmitStatus(r.out, idle)
+}
+func (r *backendReduceOp[K, T]) Open() error   { return nil }
+func (r *backendReduceOp[K, T]) Finish() error { return nil }
+func (r *backendReduceOp[K, T]) Close() error  { return nil }
+
+// SnapshotState encodes every key's result from the backend.
+func (r *backendReduceOp[K, T]) SnapshotState(int64) ([]byte, error) { return r.backend.Snapshot() }
+
+// RestoreState loads results, keeping this subtask's key groups after a
+// rescale.
+func (r *backendReduceOp[K, T]) RestoreState(data []byte) error {
+	return r.backend.Restore(data, keyFilter(r.oc, r.hash))
 }
 
 // reduceOp keeps the running result per key on the heap: a map from the
