@@ -53,6 +53,7 @@ inspects such programs.`,
 	// Job commands; cluster commands (jobmanager, taskmanager) and job
 	// management (run, list, cancel, savepoint) will join them here.
 	root.AddCommand(
+		newNexmarkCommand(),
 		newPlanCommand(),
 		newVersionCommand(),
 	)

@@ -1,0 +1,302 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	goruntime "runtime"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/weirproject/weir/config"
+	"github.com/weirproject/weir/nexmark"
+	"github.com/weirproject/weir/stream"
+)
+
+type nexmarkOptions struct {
+	query       string
+	events      int64
+	parallelism int
+	rate        int64
+	seed        uint64
+	baseline    bool
+	pregenerate bool
+}
+
+func newNexmarkCommand() *cobra.Command {
+	var opts nexmarkOptions
+	cmd := &cobra.Command{
+		Use:   "nexmark --query NAME [flags]",
+		Short: "Run a Nexmark benchmark query on the local mini cluster",
+		Long: `Run a query of the Nexmark benchmark (an online auction's people, auctions
+and bids) on the local mini cluster, over events generated in the source,
+into a sink that counts and drops the results, and print the throughput,
+the CPU time and the peak memory.
+
+With --baseline, a hand-written single-goroutine loop then computes the same
+result over the same events, and weir prints the engine's throughput
+relative to the loop's.
+
+Queries: ` + queryList() + `. With --pregenerate the events are generated in
+memory first, so that the timing leaves the generator out.`,
+		Example: `  weir nexmark --query q1 --events 1000000
+  weir nexmark --query q3 --events 10000000 --parallelism 4 --baseline
+  weir nexmark generate --events 1000 --output events.jsonl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.validate(cmd); err != nil {
+				return err
+			}
+			return runNexmark(cmd.Context(), cmd.OutOrStdout(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&opts.query, "query", "q", "", "the query to run: "+queryList())
+	f.Int64Var(&opts.events, "events", 1_000_000, "number of events to generate")
+	f.IntVarP(&opts.parallelism, "parallelism", "p", 1, "parallelism of the job's operators")
+	f.Int64Var(&opts.rate, "rate", nexmark.DefaultConfig().FirstEventRate, "events per second of event time (the generator's firstEventRate)")
+	f.Uint64Var(&opts.seed, "seed", nexmark.DefaultConfig().Seed, "seed of the generator")
+	f.BoolVar(&opts.baseline, "baseline", false, "also run a single-goroutine loop computing the same result and print the ratio")
+	f.BoolVar(&opts.pregenerate, "pregenerate", false, "generate the events in memory before timing, so that the figures leave out the generator")
+	cmd.AddCommand(newNexmarkGenerateCommand())
+	return cmd
+}
+
+func queryList() string { return strings.Join(nexmark.QueryNames(), ", ") }
+
+func (o *nexmarkOptions) validate(cmd *cobra.Command) error {
+	if o.query == "" {
+		return usageErrorf(cmd, "nexmark needs --query: one of %s", queryList())
+	}
+	if _, ok := nexmark.Queries[strings.ToLower(o.query)]; !ok {
+		return usageErrorf(cmd, "unknown query %q: want one of %s", o.query, queryList())
+	}
+	o.query = strings.ToLower(o.query)
+	return validateGenerator(cmd, o.events, o.rate, o.parallelism)
+}
+
+func validateGenerator(cmd *cobra.Command, events, rate int64, parallelism int) error {
+	if events < 0 {
+		return usageErrorf(cmd, "--events %d must not be negative", events)
+	}
+	if rate < 1 {
+		return usageErrorf(cmd, "--rate %d must be at least 1", rate)
+	}
+	if parallelism < 1 {
+		return usageErrorf(cmd, "--parallelism %d must be at least 1", parallelism)
+	}
+	return nil
+}
+
+func (o *nexmarkOptions) config() nexmark.Config {
+	c := nexmark.DefaultConfig()
+	c.FirstEventRate = o.rate
+	c.Seed = o.seed
+	return c
+}
+
+// peakHeap samples the bytes of heap objects (live and not yet swept)
+// until stop is called, and returns the highest.
+func peakHeap() (stop func() uint64) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var peak uint64
+	read := func() {
+		metrics.Read(sample)
+		if sample[0].Value.Kind() == metrics.KindUint64 {
+			peak = max(peak, sample[0].Value.Uint64())
+		}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			read()
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		wg.Wait()
+		read()
+		return peak
+	}
+}
+
+type measurement struct {
+	elapsed time.Duration
+	cpu     time.Duration
+	results int64
+	heap    uint64
+}
+
+func measure(run func() (int64, error)) (measurement, error) {
+	goruntime.GC()
+	cpu0, _ := nexmark.ProcessUsage()
+	stop := peakHeap()
+	start := time.Now()
+	n, err := run()
+	m := measurement{elapsed: time.Since(start), results: n}
+	m.heap = stop()
+	cpu1, _ := nexmark.ProcessUsage()
+	m.cpu = cpu1 - cpu0
+	return m, err
+}
+
+func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
+	q := nexmark.Queries[o.query]
+	gen := o.config()
+	cfg := config.New()
+	config.Parallelism.Set(cfg, o.parallelism)
+	env := stream.NewEnvironmentWithConfig(cfg)
+	input := gen.All(o.events)
+	var src *stream.Stream[nexmark.Event]
+	if o.pregenerate {
+		events := nexmark.Generate(gen, o.events)
+		input = nexmark.Slice(events)
+		src = nexmark.EventsOf(env, events)
+	} else {
+		src = nexmark.Events(env, gen, o.events)
+	}
+	count := q.Attach(src)
+	eng, err := measure(func() (int64, error) {
+		err := env.Execute(ctx, "nexmark-"+q.Name)
+		return count(), err
+	})
+	if err != nil {
+		return fmt.Errorf("nexmark %s: %w", q.Name, err)
+	}
+	_, maxRSS := nexmark.ProcessUsage()
+	n := float64(o.events)
+	fmt.Fprintf(w, "query        %s: %s\n", q.Name, q.Description)
+	fmt.Fprintf(w, "events       %d (%.1f s of event time at %d events/s), parallelism %d, GOMAXPROCS %d\n",
+		o.events, float64(gen.Timestamp(o.events)-gen.BaseTime)/1000, o.rate, o.parallelism, goruntime.GOMAXPROCS(0))
+	if o.pregenerate {
+		fmt.Fprintf(w, "input        generated in memory before timing\n")
+	}
+	fmt.Fprintf(w, "results      %d\n", eng.results)
+	fmt.Fprintf(w, "elapsed      %.3f s\n", eng.elapsed.Seconds())
+	fmt.Fprintf(w, "throughput   %s events/s\n", rate(n, eng.elapsed))
+	fmt.Fprintf(w, "cpu          %.3f s (%.2f cores), %s events/s per core\n", eng.cpu.Seconds(), cores(eng), rate(n, eng.cpu))
+	fmt.Fprintf(w, "memory       peak heap %s, max RSS %s\n", mib(eng.heap), mib(uint64(maxRSS)))
+	if !o.baseline {
+		return nil
+	}
+	loop, _ := measure(func() (int64, error) { return q.Loop(input), nil })
+	fmt.Fprintf(w, "loop         %.3f s, %s events/s, %s events/s per core (%.2f cores), peak heap %s\n",
+		loop.elapsed.Seconds(), rate(n, loop.elapsed), rate(n, loop.cpu), cores(loop), mib(loop.heap))
+	fmt.Fprintf(w, "engine/loop  throughput %.2f, per core %.2f (the engine takes %.2f× the loop's time)\n",
+		ratio(loop.elapsed, eng.elapsed), ratio(loop.cpu, eng.cpu), ratio(eng.elapsed, loop.elapsed))
+	if loop.results != eng.results {
+		return fmt.Errorf("nexmark %s: the engine produced %d results, the loop %d", q.Name, eng.results, loop.results)
+	}
+	return nil
+}
+
+func rate(n float64, d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return thousands(int64(n / d.Seconds()))
+}
+
+func cores(m measurement) float64 {
+	if m.elapsed <= 0 {
+		return 0
+	}
+	return m.cpu.Seconds() / m.elapsed.Seconds()
+}
+
+func ratio(a, b time.Duration) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a.Seconds() / b.Seconds()
+}
+
+func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// thousands formats n with commas.
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 && s[i-1] != '-' {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+type generateOptions struct {
+	events int64
+	output string
+	rate   int64
+	seed   uint64
+}
+
+func newNexmarkGenerateCommand() *cobra.Command {
+	var opts generateOptions
+	cmd := &cobra.Command{
+		Use:   "generate --events N [--output FILE]",
+		Short: "Write Nexmark events as JSON lines",
+		Long: `Write the first N events of the Nexmark generator as JSON lines: one object
+a line with "kind" (person, auction or bid) and the one event of that kind.
+Times are milliseconds since the epoch.`,
+		Example: `  weir nexmark generate --events 1000 --output events.jsonl`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := validateGenerator(cmd, opts.events, opts.rate, 1); err != nil {
+				return err
+			}
+			c := nexmark.DefaultConfig()
+			c.FirstEventRate, c.Seed = opts.rate, opts.seed
+			return generateEvents(cmd.OutOrStdout(), opts.output, c, opts.events)
+		},
+	}
+	f := cmd.Flags()
+	f.Int64Var(&opts.events, "events", 1000, "number of events to write")
+	f.StringVarP(&opts.output, "output", "o", "-", "output `file` (- for standard output)")
+	f.Int64Var(&opts.rate, "rate", nexmark.DefaultConfig().FirstEventRate, "events per second of event time")
+	f.Uint64Var(&opts.seed, "seed", nexmark.DefaultConfig().Seed, "seed of the generator")
+	return cmd
+}
+
+func generateEvents(stdout io.Writer, output string, c nexmark.Config, n int64) (err error) {
+	w := stdout
+	if output != "-" && output != "" {
+		f, err := os.Create(output)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}()
+		w = f
+	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	enc := json.NewEncoder(bw)
+	for e := range c.All(n) {
+		if err := enc.Encode(e); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
