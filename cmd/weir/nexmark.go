@@ -28,6 +28,9 @@ type nexmarkOptions struct {
 	seed        uint64
 	baseline    bool
 	pregenerate bool
+	backend     string
+	checkpoint  time.Duration
+	defines     []string
 }
 
 func newNexmarkCommand() *cobra.Command {
@@ -65,6 +68,9 @@ memory first, so that the timing leaves the generator out.`,
 	f.Uint64Var(&opts.seed, "seed", nexmark.DefaultConfig().Seed, "seed of the generator")
 	f.BoolVar(&opts.baseline, "baseline", false, "also run a single-goroutine loop computing the same result and print the ratio")
 	f.BoolVar(&opts.pregenerate, "pregenerate", false, "generate the events in memory before timing, so that the figures leave out the generator")
+	f.StringVar(&opts.backend, "state-backend", "hashmap", "keyed state backend: hashmap or pebble (state.backend.type)")
+	f.DurationVar(&opts.checkpoint, "checkpoint-interval", 0, "take checkpoints at this interval (execution.checkpointing.interval); 0 takes none")
+	f.StringArrayVarP(&opts.defines, "define", "D", nil, "set a configuration option, key=value (repeatable)")
 	cmd.AddCommand(newNexmarkGenerateCommand())
 	return cmd
 }
@@ -162,6 +168,22 @@ func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
 	gen := o.config()
 	cfg := config.New()
 	config.Parallelism.Set(cfg, o.parallelism)
+	settings := [][2]string{{config.StateBackend.Key, o.backend}}
+	if o.checkpoint > 0 {
+		settings = append(settings, [2]string{config.CheckpointInterval.Key, o.checkpoint.String()})
+	}
+	for _, d := range o.defines {
+		k, v, err := config.ParseDefinition(d)
+		if err != nil {
+			return err
+		}
+		settings = append(settings, [2]string{k, v})
+	}
+	for _, kv := range settings {
+		if err := cfg.SetFrom("weir nexmark", kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
 	env := stream.NewEnvironmentWithConfig(cfg)
 	input := gen.All(o.events)
 	var src *stream.Stream[nexmark.Event]
@@ -185,6 +207,7 @@ func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
 	fmt.Fprintf(w, "query        %s: %s\n", q.Name, q.Description)
 	fmt.Fprintf(w, "events       %d (%.1f s of event time at %d events/s), parallelism %d, GOMAXPROCS %d\n",
 		o.events, float64(gen.Timestamp(o.events)-gen.BaseTime)/1000, o.rate, o.parallelism, goruntime.GOMAXPROCS(0))
+	fmt.Fprintf(w, "state        %s backend, checkpoints %s\n", config.StateBackend.Get(cfg), checkpointsDescription(o.checkpoint))
 	if o.pregenerate {
 		fmt.Fprintf(w, "input        generated in memory before timing\n")
 	}
@@ -205,6 +228,13 @@ func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
 		return fmt.Errorf("nexmark %s: the engine produced %d results, the loop %d", q.Name, eng.results, loop.results)
 	}
 	return nil
+}
+
+func checkpointsDescription(d time.Duration) string {
+	if d <= 0 {
+		return "off"
+	}
+	return "every " + d.String()
 }
 
 func rate(n float64, d time.Duration) string {
