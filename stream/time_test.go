@@ -372,9 +372,18 @@ func TestKeyedProcessProcessingTimeTimers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Wait until both keys registered their timers, then move the clock
-	// just short of them: nothing fires; then past them: both fire once.
-	time.Sleep(200 * time.Millisecond)
+	// Wait until the keyed task processed both keys (and so registered
+	// their timers), then move the clock just short of them: nothing
+	// fires; then past them: both fire once.
+	for processed := int64(0); processed < 2; {
+		processed = 0
+		for _, m := range job.Metrics() {
+			if strings.HasPrefix(m.Task, "KeyedProcess") {
+				processed += m.RecordsIn
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
 	clock.Advance(999 * time.Millisecond)
 	select {
 	case s := <-fired:
