@@ -40,8 +40,12 @@ var Queries = map[string]Query{
 	"q1": query("q1", "currency conversion: bid prices × 0.908", Q1, LoopQ1),
 	"q2": query("q2", "selection: bids on auctions with ID % 123 == 0", Q2, LoopQ2),
 	"q3": query("q3", "local item suggestion: auctions in category 10 joined with sellers in OR, ID, CA", Q3, LoopQ3),
+	"q4": query("q4", "average winning price per category, updated as auctions close", Q4, LoopQ4),
 	"q5": query("q5", "hot items: auctions with the most bids per 10 s sliding window (every 2 s)", Q5, LoopQ5),
+	"q6": query("q6", "average winning price of each seller's last 10 closed auctions", Q6, LoopQ6),
 	"q7": query("q7", "highest bid per 10 s tumbling window", Q7, LoopQ7),
+	"q8": query("q8", "new users: people who registered and opened an auction in the same 10 s tumbling window", Q8, LoopQ8),
+	"q9": query("q9", "winning bids: each auction's highest bid, when it expires", Q9, LoopQ9),
 }
 
 // QueryNames are the names of Queries, sorted.
