@@ -1,9 +1,11 @@
 package nexmark
 
 import (
+	"encoding/json"
 	"iter"
 	"slices"
 
+	"github.com/weirproject/weir/connector/file"
 	"github.com/weirproject/weir/stream"
 )
 
@@ -14,6 +16,9 @@ type Query struct {
 	// Attach adds the query to events with a Blackhole sink and returns
 	// the sink's count of results.
 	Attach func(events *stream.Stream[Event]) (count func() int64)
+	// AttachOutput is Attach that also writes every result as a JSON line
+	// to part files under dir (the text file sink, exactly once).
+	AttachOutput func(events *stream.Stream[Event], dir string) (count func() int64)
 	// Loop computes the query's result with one goroutine and returns the
 	// number of results.
 	Loop func(events iter.Seq[Event]) int64
@@ -26,12 +31,27 @@ func query[R any](name, desc string, q func(*stream.Stream[Event]) *stream.Strea
 		Attach: func(events *stream.Stream[Event]) func() int64 {
 			return ToBlackhole(q(events)).Count
 		},
+		AttachOutput: func(events *stream.Stream[Event], dir string) func() int64 {
+			results := q(events)
+			stream.SinkTo(results, file.Text[R](dir, jsonLine[R]), "json-lines")
+			return ToBlackhole(results).Count
+		},
 		Loop: func(events iter.Seq[Event]) int64 {
 			var n int64
 			loop(events, func(R) { n++ })
 			return n
 		},
 	}
+}
+
+// jsonLine formats a result for --output; a value that cannot be encoded
+// is written as a JSON error object rather than dropped.
+func jsonLine[R any](v R) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"error": err.Error()})
+	}
+	return string(b)
 }
 
 // Queries are the queries this package implements, by name.

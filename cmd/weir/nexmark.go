@@ -31,6 +31,7 @@ type nexmarkOptions struct {
 	backend     string
 	checkpoint  time.Duration
 	defines     []string
+	output      string
 }
 
 func newNexmarkCommand() *cobra.Command {
@@ -71,6 +72,7 @@ memory first, so that the timing leaves the generator out.`,
 	f.StringVar(&opts.backend, "state-backend", "hashmap", "keyed state backend: hashmap or pebble (state.backend.type)")
 	f.DurationVar(&opts.checkpoint, "checkpoint-interval", 0, "take checkpoints at this interval (execution.checkpointing.interval); 0 takes none")
 	f.StringArrayVarP(&opts.defines, "define", "D", nil, "set a configuration option, key=value (repeatable)")
+	f.StringVar(&opts.output, "output", "", "also write the results as JSON lines to part files under `dir`")
 	cmd.AddCommand(newNexmarkGenerateCommand())
 	return cmd
 }
@@ -194,10 +196,14 @@ func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
 	} else {
 		src = nexmark.Events(env, gen, o.events)
 	}
-	count := q.Attach(src)
+	count := q.Attach
+	if o.output != "" {
+		count = func(s *stream.Stream[nexmark.Event]) func() int64 { return q.AttachOutput(s, o.output) }
+	}
+	results := count(src)
 	eng, err := measure(func() (int64, error) {
 		err := env.Execute(ctx, "nexmark-"+q.Name)
-		return count(), err
+		return results(), err
 	})
 	if err != nil {
 		return fmt.Errorf("nexmark %s: %w", q.Name, err)

@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/weirproject/weir/connector/file"
 	"github.com/weirproject/weir/nexmark"
 )
 
@@ -67,5 +69,30 @@ func TestNexmarkGenerate(t *testing.T) {
 	}
 	if i != 100 {
 		t.Errorf("%d lines, want 100", i)
+	}
+}
+
+func TestNexmarkOutput(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "out")
+	stdout, stderr, code := weir(t, "nexmark", "--query", "q2", "--events", "200000", "-p", "2", "--output", dir)
+	if code != 0 {
+		t.Fatalf("weir nexmark --output: exit status %d\nstderr:\n%s", code, stderr)
+	}
+	lines, err := file.ReadLines(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout, fmt.Sprintf("results      %d\n", len(lines))) {
+		t.Fatalf("%d lines written, output says:\n%s", len(lines), stdout)
+	}
+	for _, l := range lines {
+		var r nexmark.Q2Result
+		if err := json.Unmarshal([]byte(l), &r); err != nil || r.Auction%123 != 0 {
+			t.Fatalf("line %q: %+v %v", l, r, err)
+		}
+	}
+	if len(lines) == 0 {
+		t.Fatal("no results")
 	}
 }
