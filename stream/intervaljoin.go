@@ -22,11 +22,6 @@ func IntervalJoin[K comparable, A, B, U any](left *KeyedStream[K, A], right *Key
 	return keyedCoProcess(ConnectKeyed(left, right), "interval-join", "IntervalJoin", KeyedCoProcessFunction[K, A, B, U](fn))
 }
 
-type stamped[T any] struct {
-	V  T
-	TS int64
-}
-
 type intervalJoin[K comparable, A, B, U any] struct {
 	lower, upper int64
 	join         func(A, B, Collector[U])

@@ -115,8 +115,9 @@ func (r *generatorReader[T]) AddSplits(splits []connector.Split) error {
 
 const generatorBatch = 1024
 
+// Poll emits up to generatorBatch records of the first unfinished split.
 func (r *generatorReader[T]) Poll(_ context.Context, sourceOut connector.Output[T]) (connector.ReadStatus, error) {
-	for len(r.splits) > 0 {
+	if len(r.splits) > 0 {
 		s := r.splits[0]
 		out := sourceOut
 		perSplit, _ := sourceOut.(connector.SplitOutputs[T])

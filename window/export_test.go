@@ -42,7 +42,6 @@ type Driver[T, OUT any] struct {
 	keys  func() int
 	// watermarked is whether the last input was a watermark.
 	watermarked bool
-	open        func() error
 	fast        bool
 	snapshot    func() error
 	snapBytes   func() ([]byte, error)

@@ -95,7 +95,6 @@ type procHarness struct {
 	job   *stream.JobClient
 	stop  context.CancelFunc
 	once  sync.Once
-	parts int
 }
 
 func newProcHarness(t *testing.T, a window.AnyAssigner, build func(w *window.Windowed[int32, ev]) *stream.Stream[ev]) *procHarness {

@@ -95,5 +95,3 @@ func (s *settings) check(fs *flag.FlagSet) error {
 	}
 	return nil
 }
-
-func millis(d time.Duration) int64 { return int64(d / time.Millisecond) }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"slices"
 
-	"errors"
 	"fmt"
 	"github.com/weirproject/weir/internal/graph"
 	"net/url"
@@ -322,7 +321,3 @@ func (b *barrierTracker) finishIfAligned() int64 {
 }
 
 func (b *barrierTracker) lastDone() int64 { return b.done }
-
-// errCheckpointDeclined marks a snapshot failure that aborts the
-// checkpoint without failing the job.
-var errCheckpointDeclined = errors.New("checkpoint declined")
