@@ -436,7 +436,7 @@ func TestSavepointsStopAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	waitForSource(t, job, 2000)
 	// A savepoint of a running job leaves it running.
 	sp1, err := job.TriggerSavepoint(ctx, savepoints)
 	if err != nil {
@@ -445,7 +445,7 @@ func TestSavepointsStopAndResume(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(sp1, "_metadata")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	waitForSource(t, job, 4000)
 	sp2, err := job.StopWithSavepoint(ctx, savepoints, false)
 	if err != nil {
 		t.Fatal(err)
@@ -463,7 +463,7 @@ func TestSavepointsStopAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	waitForSource(t, job, 2000)
 	if _, err := job.StopWithSavepoint(ctx, savepoints, false); err != nil {
 		t.Fatal(err)
 	}
@@ -473,14 +473,7 @@ func TestSavepointsStopAndResume(t *testing.T) {
 
 	// Together the two runs published the running sums of a prefix of the
 	// input, every update exactly once.
-	got, err := file.ReadLines(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(got)
-	if want := runningSums(int64(len(got)), 37); len(got) < 1000 || !slices.Equal(got, want) {
-		t.Fatalf("published %d lines that are not the running sums of the first %d records", len(got), len(got))
-	}
+	checkRunningSumsPrefix(t, out)
 }
 
 func TestRescaleFromASavepoint(t *testing.T) {
@@ -499,7 +492,7 @@ func TestRescaleFromASavepoint(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run %d at parallelism %d: %v", i, p, err)
 		}
-		time.Sleep(80 * time.Millisecond)
+		waitForSource(t, job, 1000)
 		if sp, err = job.StopWithSavepoint(ctx, savepoints, false); err != nil {
 			t.Fatal(err)
 		}
@@ -507,14 +500,7 @@ func TestRescaleFromASavepoint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := file.ReadLines(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(got)
-	if want := runningSums(int64(len(got)), 37); len(got) < 1000 || !slices.Equal(got, want) {
-		t.Fatalf("published %d lines that are not the running sums of the first %d records", len(got), len(got))
-	}
+	checkRunningSumsPrefix(t, out)
 }
 
 func TestRescaleSourcesFromASavepoint(t *testing.T) {
@@ -552,7 +538,7 @@ func TestRescaleSourcesFromASavepoint(t *testing.T) {
 			}
 			break
 		}
-		time.Sleep(60 * time.Millisecond)
+		waitForSource(t, job, 1000)
 		if sp, err = job.StopWithSavepoint(ctx, savepoints, false); err != nil {
 			t.Fatal(err)
 		}
@@ -608,7 +594,7 @@ func TestRescaleKeyedProcessState(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(80 * time.Millisecond)
+			waitForSource(t, job, 1000)
 			if sp, err = job.StopWithSavepoint(ctx, savepoints, false); err != nil {
 				t.Fatalf("%s run %d: %v", backend, i, err)
 			}
@@ -704,7 +690,7 @@ func TestOperatorListStateSurvivesRescaling(t *testing.T) {
 			totals = got.Values()
 			break
 		}
-		time.Sleep(60 * time.Millisecond)
+		waitForSource(t, job, 1000)
 		if sp, err = job.StopWithSavepoint(ctx, savepoints, false); err != nil {
 			t.Fatal(err)
 		}
@@ -747,5 +733,43 @@ func TestReduceOnPebbleIsExactlyOnce(t *testing.T) {
 	}
 	if job.Restarts() != 3 || job.CompletedCheckpoints() == 0 {
 		t.Fatalf("%d restarts, %d checkpoints", job.Restarts(), job.CompletedCheckpoints())
+	}
+}
+
+// waitForSource blocks until the job's source "numbers" read at least n
+// records in its current attempt, so that a savepoint comes after real
+// progress instead of after a guessed sleep.
+func waitForSource(t *testing.T, job *stream.JobClient, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var read int64
+		for _, m := range job.Metrics() {
+			if strings.HasPrefix(m.Task, "Source: numbers") {
+				read += m.RecordsIn
+			}
+		}
+		if read >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the source read only %d of %d records in 20 s", read, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// checkRunningSumsPrefix requires dir to hold exactly the running sums of
+// the first records of the input, each once: what exactly-once output of
+// an endless running-sum job looks like, however often it was stopped.
+func checkRunningSumsPrefix(t *testing.T, dir string) {
+	t.Helper()
+	got, err := file.ReadLines(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if want := runningSums(int64(len(got)), 37); len(got) < 1000 || !slices.Equal(got, want) {
+		t.Fatalf("published %d lines that are not the running sums of the first %d records", len(got), len(got))
 	}
 }

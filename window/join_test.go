@@ -111,7 +111,21 @@ func TestStopWithSavepointDrainsWindows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	// Wait for real progress (the assertion below needs 100 records).
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
+		var read int64
+		for _, m := range job.Metrics() {
+			if strings.HasPrefix(m.Task, "Source: ticks") {
+				read += m.RecordsIn
+			}
+		}
+		if read >= 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the source read only %d records in 20 s", read)
+		}
+	}
 	if _, err := job.StopWithSavepoint(context.Background(), t.TempDir(), true); err != nil {
 		t.Fatal(err)
 	}
