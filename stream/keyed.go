@@ -119,7 +119,7 @@ func (r *backendReduceOp[K, T]) SnapshotState(int64) ([]byte, error) { return r.
 // RestoreState loads results, keeping this subtask's key groups after a
 // rescale.
 func (r *backendReduceOp[K, T]) RestoreState(data []byte) error {
-	return r.backend.Restore(data, keyFilter(r.oc, r.hash))
+	return r.backend.Restore(data, runtime.KeyFilter(r.oc, r.hash))
 }
 
 // reduceOp keeps the running result per key on the heap: a map from the
@@ -190,7 +190,7 @@ func (r *reduceOp[K, T]) SnapshotState(int64) ([]byte, error) {
 // called with every old subtask's piece and keeps the keys of this
 // subtask's key groups.
 func (r *reduceOp[K, T]) RestoreState(data []byte) error {
-	keep := keyFilter(r.oc, r.hash)
+	keep := runtime.KeyFilter(r.oc, r.hash)
 	kc, vc, err := reduceCodecs[K, T]()
 	if err != nil {
 		return err
@@ -218,10 +218,6 @@ func (r *reduceOp[K, T]) RestoreState(data []byte) error {
 		r.results = append(r.results, v)
 	}
 	return nil
-}
-
-func keyFilter[K any](oc *runtime.OperatorContext, hash runtime.KeyHasher[K]) func(K) bool {
-	return runtime.KeyFilter(oc, hash)
 }
 
 func reduceCodecs[K, T any]() (codec.Codec[K], codec.Codec[T], error) {

@@ -242,7 +242,7 @@ func (c *keyedCore[K, U]) RestoreState(data []byte) error {
 	}
 	// After a rescale every old subtask's piece arrives; keep the keys of
 	// this subtask's key groups.
-	keep := keyFilter(c.oc, c.hash)
+	keep := runtime.KeyFilter(c.oc, c.hash)
 	if err := c.ctx.backend.Restore(snap.State, keep); err != nil {
 		return err
 	}

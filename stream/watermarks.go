@@ -128,9 +128,11 @@ type watermarkOp[T any] struct {
 	interval int64
 	current  int64
 	idle     bool
-	// lastRecord is the processing time of the latest record, for
-	// idleness.
+	// lastRecord is when the timer last saw that records had arrived
+	// (sawRecord), for idleness: the record path only sets a flag instead
+	// of reading the clock.
 	lastRecord int64
+	sawRecord  bool
 	pts        *runtime.ProcessingTimeService
 }
 
@@ -146,9 +148,7 @@ func (w *watermarkOp[T]) Emit(v T, ts int64) {
 		w.idle = false
 		runtime.EmitStatus(w.out, false)
 	}
-	if w.strategy.idleTimeout > 0 {
-		w.lastRecord = w.pts.Now()
-	}
+	w.sawRecord = true
 	w.gen.OnEvent(v, ts, w)
 	w.out.Emit(v, ts)
 	if w.strategy.perEvent {
@@ -210,6 +210,9 @@ func (w *watermarkOp[T]) onTimer(now int64) {
 	w.oc.Enter()
 	if !w.strategy.perEvent {
 		w.gen.OnPeriodicEmit(w)
+	}
+	if w.sawRecord {
+		w.sawRecord, w.lastRecord = false, now
 	}
 	if t := w.strategy.idleTimeout.Milliseconds(); t > 0 && !w.idle && now-w.lastRecord >= t {
 		w.MarkIdle()
