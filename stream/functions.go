@@ -212,7 +212,10 @@ func (p *processOp[T, U]) EmitWatermark(wm int64) {
 	p.col.out.EmitWatermark(wm)
 	p.oc.ForwardToSideOutputs(wm)
 }
-func (p *processOp[T, U]) EmitWatermarkStatus(idle bool) { runtime.EmitStatus(p.col.out, idle) }
+func (p *processOp[T, U]) EmitWatermarkStatus(idle bool) {
+	runtime.EmitStatus(p.col.out, idle)
+	p.oc.ForwardStatusToSideOutputs(idle)
+}
 
 func (p *processOp[T, U]) Open() error {
 	return openFunction(p.oc, p.fn, &p.ctx)

@@ -174,7 +174,10 @@ func (c *keyedCore[K, U]) EmitWatermark(wm int64) {
 	c.oc.ForwardToSideOutputs(wm)
 }
 
-func (c *keyedCore[K, U]) EmitWatermarkStatus(idle bool) { runtime.EmitStatus(c.col.out, idle) }
+func (c *keyedCore[K, U]) EmitWatermarkStatus(idle bool) {
+	runtime.EmitStatus(c.col.out, idle)
+	c.oc.ForwardStatusToSideOutputs(idle)
+}
 
 func (c *keyedCore[K, U]) fire(key K, ts int64, domain TimeDomain) {
 	if c.onTimer == nil {

@@ -43,7 +43,6 @@ type operator[K comparable, T, ACC, V, OUT any] struct {
 	oc      *runtime.OperatorContext
 	out     runtime.Output[OUT]
 	late    runtime.Output[T]
-	sides   []any // every side output, for watermarks and status
 	key     func(T) K
 	s       *spec[T]
 	f       *funcs[K, T, ACC, V, OUT]
@@ -95,9 +94,6 @@ func newOperator[K comparable, T, ACC, V, OUT any](oc *runtime.OperatorContext, 
 	}
 	if s.lateTag != nil {
 		op.late = stream.SideOutputOf(oc, *s.lateTag)
-	}
-	for _, o := range oc.SideOutputs {
-		op.sides = append(op.sides, o)
 	}
 	op.timers = runtime.NewTimerService(oc, op.onEventTime, op.onProcessingTime)
 	op.mergeFn = func(toMerge []TimeWindow, result TimeWindow) {
@@ -565,17 +561,13 @@ func (op *operator[K, T, ACC, V, OUT]) EmitWatermark(wm int64) {
 		op.timers.AdvanceWatermark(wm)
 	}
 	op.out.EmitWatermark(wm)
-	for _, s := range op.sides {
-		s.(interface{ EmitWatermark(int64) }).EmitWatermark(wm)
-	}
+	op.oc.ForwardToSideOutputs(wm)
 }
 
 // EmitWatermarkStatus forwards an idleness change.
 func (op *operator[K, T, ACC, V, OUT]) EmitWatermarkStatus(idle bool) {
 	runtime.EmitStatus(op.out, idle)
-	for _, s := range op.sides {
-		runtime.EmitStatus(s, idle)
-	}
+	op.oc.ForwardStatusToSideOutputs(idle)
 }
 
 // Open finishes a restore and opens the window function.

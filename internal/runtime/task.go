@@ -224,6 +224,14 @@ func (oc *OperatorContext) ForwardToSideOutputs(wm int64) {
 	}
 }
 
+// ForwardStatusToSideOutputs passes an idleness change to every side
+// output.
+func (oc *OperatorContext) ForwardStatusToSideOutputs(idle bool) {
+	for _, o := range oc.SideOutputs {
+		EmitStatus(o, idle)
+	}
+}
+
 // Fail stops the task with an error attributed to the running operator.
 func (oc *OperatorContext) Fail(err error) { panic(userFailure{err}) }
 
