@@ -76,7 +76,10 @@ func (p *broadcastOp[T, B, U]) EmitWatermark(wm int64) {
 	p.col.out.EmitWatermark(wm)
 	p.oc.ForwardToSideOutputs(wm)
 }
-func (p *broadcastOp[T, B, U]) EmitWatermarkStatus(idle bool) { runtime.EmitStatus(p.col.out, idle) }
+func (p *broadcastOp[T, B, U]) EmitWatermarkStatus(idle bool) {
+	runtime.EmitStatus(p.col.out, idle)
+	p.oc.ForwardStatusToSideOutputs(idle)
+}
 
 func (p *broadcastOp[T, B, U]) Open() error {
 	if o, ok := p.fn.(BroadcastOpener); ok {

@@ -98,7 +98,10 @@ func (p *coProcessOp[A, B, U]) EmitWatermark(wm int64) {
 	p.col.out.EmitWatermark(wm)
 	p.oc.ForwardToSideOutputs(wm)
 }
-func (p *coProcessOp[A, B, U]) EmitWatermarkStatus(idle bool) { runtime.EmitStatus(p.col.out, idle) }
+func (p *coProcessOp[A, B, U]) EmitWatermarkStatus(idle bool) {
+	runtime.EmitStatus(p.col.out, idle)
+	p.oc.ForwardStatusToSideOutputs(idle)
+}
 
 func (p *coProcessOp[A, B, U]) Open() error { return openFunction(p.oc, p.fn, &p.ctx) }
 
