@@ -266,6 +266,8 @@ func TestCatalog(t *testing.T) {
 		"state.checkpoints.dir":                                            "",
 		"state.checkpoint-storage.jobmanager.max-size":                     "5 mb",
 		"io.tmp.dirs":                                                      "",
+		"state.storage.fs.memory-threshold":                                "20 kb",
+		"state.backend.incremental":                                        "true",
 		"execution.checkpointing.min-pause":                                "0 ms",
 		"execution.checkpointing.max-concurrent-checkpoints":               "1",
 		"execution.checkpointing.tolerable-failed-checkpoints":             "-1",

@@ -143,13 +143,23 @@ var (
 		"Largest checkpoint kept in memory when state.checkpoints.dir is not set (the jobmanager storage); "+
 			"a larger one fails with an error that says so.")
 
+	StateFileThreshold = memoryOption("state.storage.fs.memory-threshold", 20<<10, 0,
+		"Operator state up to this size is kept inline in a checkpoint's _metadata; larger state goes to a file "+
+			"of its own in the checkpoint's directory.")
+
+	IncrementalCheckpoints = boolOption("state.backend.incremental", true,
+		"With the pebble backend and a checkpoint directory, checkpoints upload only the store's files that no "+
+			"earlier checkpoint uploaded, into <dir>/<job-id>/shared/. Savepoints are always full and self-contained.")
+
 	TmpDirs = stringOption("io.tmp.dirs", "",
 		"Local directory for the working files of operators, such as the pebble state backend's stores. "+
 			"Empty uses the system's temporary directory.")
 
 	CheckpointsDir = stringOption("state.checkpoints.dir", "",
-		"Directory (a path or a file:// URI) where completed checkpoints are written as "+
-			"<dir>/<job-id>/chk-<n>/_metadata. Empty keeps them in memory (the jobmanager storage), "+
+		"Directory where completed checkpoints are written as <dir>/<job-id>/chk-<n>/_metadata plus state files, "+
+			"with the files of incremental snapshots in <dir>/<job-id>/shared/: a path, a file:// URI, or "+
+			"s3://bucket/dir (query parameters region, endpoint, use_path_style, anonymous; credentials from the "+
+			"usual AWS environment variables or files). Empty keeps checkpoints in memory (the jobmanager storage), "+
 			"which survives task failures but not the process.")
 
 	RestartAttempts = intOption("restart-strategy.fixed-delay.attempts", 3, 0, math.MaxInt,
@@ -216,6 +226,8 @@ var catalog = []catalogOption{
 	ExternalizedRetention,
 	NumRetainedCheckpoints,
 	CheckpointsDir,
+	StateFileThreshold,
+	IncrementalCheckpoints,
 	TmpDirs,
 	JobManagerStorageMaxSize,
 	RestartStrategy,

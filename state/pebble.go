@@ -63,19 +63,22 @@ func NewPebbleBackendWithOptions[K comparable](o PebbleOptions[K]) (*Backend[K],
 	}
 	cache := pebble.NewCache(o.CacheSize)
 	defer cache.Unref()
-	db, err := pebble.Open(dir, &pebble.Options{
+	opts := &pebble.Options{
 		Cache:        cache,
 		MemTableSize: o.MemTableSize,
 		DisableWAL:   true, // durability comes from checkpoints
 		Logger:       quietLogger{},
-	})
+	}
+	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("state: open pebble store: %w", err)
 	}
 	b := NewBackend[K]()
 	b.kc = kc
-	b.p = &pebbleStore[K]{db: db, dir: dir, kc: kc, keyGroup: o.KeyGroup, maxPar: o.MaxParallelism, meta: make(map[string]*pMeta)}
+	cache.Ref() // kept for reopening the store on restore; released by close
+	b.p = &pebbleStore[K]{db: db, dir: dir, kc: kc, keyGroup: o.KeyGroup, maxPar: o.MaxParallelism,
+		meta: make(map[string]*pMeta), opts: opts}
 	return b, nil
 }
 
@@ -96,6 +99,8 @@ type pebbleStore[K comparable] struct {
 	maxPar   int
 	meta     map[string]*pMeta
 	nextID   uint32
+	opts     *pebble.Options
+	inc      incrementalState
 	cur      []byte // key group and encoded current key
 	curValid bool
 	kbuf     []byte // scratch store key
@@ -127,7 +132,7 @@ func (p *pebbleStore[K]) handle(b *Backend[K], name string, k kind) pHandle[K] {
 	if err != nil {
 		panic(err)
 	}
-	return pHandle[K]{b: b, p: p, id: m.id, name: name}
+	return pHandle[K]{b: b, p: p, m: m, name: name}
 }
 
 func (p *pebbleStore[K]) group(key K) int {
@@ -166,17 +171,21 @@ func idBounds(id uint32) (lo, hi []byte) {
 
 func (p *pebbleStore[K]) close() error {
 	err := p.db.Close()
+	p.opts.Cache.Unref()
 	if rerr := os.RemoveAll(p.dir); err == nil {
 		err = rerr
 	}
+	_ = os.RemoveAll(p.dir + checkpointsSuffix)
 	return err
 }
 
 // pHandle is what Pebble state handles share.
 type pHandle[K comparable] struct {
-	b    *Backend[K]
-	p    *pebbleStore[K]
-	id   uint32
+	b *Backend[K]
+	p *pebbleStore[K]
+	// m is shared with the store, so that a restore that replaces the
+	// store's files can renumber the states of existing handles.
+	m    *pMeta
 	name string
 }
 
@@ -190,7 +199,7 @@ func (h *pHandle[K]) key() []byte {
 		p.cur = p.kc.Append(p.cur, h.b.current)
 		p.curValid = true
 	}
-	p.kbuf = binary.BigEndian.AppendUint32(p.kbuf[:0], h.id)
+	p.kbuf = binary.BigEndian.AppendUint32(p.kbuf[:0], h.m.id)
 	p.kbuf = append(p.kbuf, p.cur...)
 	return p.kbuf
 }

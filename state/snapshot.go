@@ -200,6 +200,12 @@ func (b *Backend[K]) Restore(data []byte, keep ...func(K) bool) error {
 	if len(keep) == 1 {
 		kf = keep[0]
 	}
+	if snap, ok, err := parseIncremental(data); ok {
+		if err != nil {
+			return err
+		}
+		return b.restoreIncremental(snap, kf)
+	}
 	kc, err := b.keyCodec()
 	if err != nil {
 		return err

@@ -93,12 +93,14 @@ type AggregatingState[IN, OUT any] interface {
 // key and creates the state handles. It is not safe for concurrent use:
 // the task goroutine owns it.
 type Backend[K comparable] struct {
-	current  K
-	states   map[string]any  // registered handles, by name
-	kinds    map[string]kind // kinds of registered handles
-	restored map[string]*rawState[K]
-	kc       codec.Codec[K] // the key codec; nil until needed by the heap
-	p        *pebbleStore[K]
+	// restoreFiles fetches the files of incremental snapshots.
+	restoreFiles RestoreFiles
+	current      K
+	states       map[string]any  // registered handles, by name
+	kinds        map[string]kind // kinds of registered handles
+	restored     map[string]*rawState[K]
+	kc           codec.Codec[K] // the key codec; nil until needed by the heap
+	p            *pebbleStore[K]
 }
 
 // NewBackend returns an empty heap backend.

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 
 	"github.com/weirproject/weir/codec"
@@ -114,11 +115,24 @@ func (r *backendReduceOp[K, T]) Finish() error { return nil }
 func (r *backendReduceOp[K, T]) Close() error  { return nil }
 
 // SnapshotState encodes every key's result from the backend.
-func (r *backendReduceOp[K, T]) SnapshotState(int64) ([]byte, error) { return r.backend.Snapshot() }
+func (r *backendReduceOp[K, T]) SnapshotState(id int64) ([]byte, error) {
+	finish, err := r.SnapshotStateAsync(id)
+	if err != nil {
+		return nil, err
+	}
+	return finish(context.Background())
+}
+
+// SnapshotStateAsync takes the backend's synchronous part; an incremental
+// snapshot uploads its files in the returned function.
+func (r *backendReduceOp[K, T]) SnapshotStateAsync(id int64) (func(context.Context) ([]byte, error), error) {
+	return r.backend.SnapshotAsync(r.oc.SnapshotFiles(id))
+}
 
 // RestoreState loads results, keeping this subtask's key groups after a
 // rescale.
 func (r *backendReduceOp[K, T]) RestoreState(data []byte) error {
+	r.backend.SetRestoreFiles(r.oc.RestoreFiles())
 	return r.backend.Restore(data, runtime.KeyFilter(r.oc, r.hash))
 }
 

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -224,8 +225,19 @@ type keyedSnapshot struct {
 
 // SnapshotState encodes the keyed state of every key and the pending
 // timers.
-func (c *keyedCore[K, U]) SnapshotState(int64) ([]byte, error) {
-	st, err := c.ctx.backend.Snapshot()
+func (c *keyedCore[K, U]) SnapshotState(id int64) ([]byte, error) {
+	finish, err := c.SnapshotStateAsync(id)
+	if err != nil {
+		return nil, err
+	}
+	return finish(context.Background())
+}
+
+// SnapshotStateAsync copies the timers and takes the state backend's
+// synchronous part; uploading an incremental snapshot's files happens in
+// finish, off the record path.
+func (c *keyedCore[K, U]) SnapshotStateAsync(id int64) (func(context.Context) ([]byte, error), error) {
+	st, err := c.ctx.backend.SnapshotAsync(c.oc.SnapshotFiles(id))
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +245,13 @@ func (c *keyedCore[K, U]) SnapshotState(int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(keyedSnapshot{State: st, Timers: tm})
+	return func(ctx context.Context) ([]byte, error) {
+		data, err := st(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(keyedSnapshot{State: data, Timers: tm})
+	}, nil
 }
 
 // RestoreState loads keyed state and timers; state handles created in
@@ -246,6 +264,7 @@ func (c *keyedCore[K, U]) RestoreState(data []byte) error {
 	// After a rescale every old subtask's piece arrives; keep the keys of
 	// this subtask's key groups.
 	keep := runtime.KeyFilter(c.oc, c.hash)
+	c.ctx.backend.SetRestoreFiles(c.oc.RestoreFiles())
 	if err := c.ctx.backend.Restore(snap.State, keep); err != nil {
 		return err
 	}

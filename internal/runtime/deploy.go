@@ -2,12 +2,9 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -162,6 +159,7 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 				done:          make(chan struct{}),
 				clock:         d.mc.Clock,
 				acks:          a.acks,
+				storage:       d.storage,
 				restore:       restore.stateFor(operatorUIDs(v.JobVertex), ev.SubtaskIndex, v.JobVertex.Parallelism),
 				head:          &OperatorInfo{Node: headNode.ID, Kind: headNode.Kind, Name: headNode.Name, UID: uidOfNode[headNode.ID], MaxParallelism: headNode.MaxParallelism},
 			}
@@ -427,6 +425,9 @@ func (c *coordinator) run(ctx context.Context) error {
 			return
 		}
 		cur = &inflight{id: next, started: time.Now(), acks: make(map[int]*TaskSnapshot), savepoint: sp}
+		if sp != nil {
+			c.d.storage.markSavepoint(cur.id)
+		}
 		next++
 		drain := sp != nil && sp.drain
 		for _, t := range c.a.tasks {
@@ -509,7 +510,7 @@ func (c *coordinator) run(ctx context.Context) error {
 					size += len(data)
 				}
 			}
-			if limit := config.JobManagerStorageMaxSize.Get(c.d.cfg); c.d.storage.dir == "" && done.savepoint == nil && int64(size) > limit {
+			if limit := config.JobManagerStorageMaxSize.Get(c.d.cfg); !c.d.storage.isFiles() && done.savepoint == nil && int64(size) > limit {
 				err := fmt.Errorf("checkpoint %d holds %d bytes of state, more than the jobmanager storage keeps in memory (state.checkpoint-storage.jobmanager.max-size = %d bytes); set state.checkpoints.dir to write checkpoints to files", done.id, size, limit)
 				c.d.logger.Warn("checkpoint too large", "checkpoint", done.id, "err", err)
 				if ferr := checkpointFailed(done.id, err); ferr != nil {
@@ -518,7 +519,7 @@ func (c *coordinator) run(ctx context.Context) error {
 				continue
 			}
 			if done.savepoint != nil {
-				path, err := writeSavepoint(done.savepoint.dir, cp)
+				path, err := writeSavepoint(done.savepoint.dir, cp, c.d.storage.threshold)
 				if err != nil {
 					fail(done.savepoint, err)
 					continue
@@ -598,28 +599,4 @@ func (c *coordinator) anyTaskDone() bool {
 		}
 	}
 	return false
-}
-
-// writeSavepoint writes a savepoint: self-contained (the state is inside
-// the metadata) and relocatable (no absolute paths), so it may be moved.
-func writeSavepoint(dir string, cp *CompletedCheckpoint) (string, error) {
-	if dir == "" {
-		return "", errors.New("savepoint: no target directory")
-	}
-	path := filepath.Join(dir, fmt.Sprintf("savepoint-%s-%d", cp.JobID[:8], cp.ID))
-	if err := os.MkdirAll(path, 0o755); err != nil {
-		return "", fmt.Errorf("savepoint: %w", err)
-	}
-	data, err := json.Marshal(cp)
-	if err != nil {
-		return "", fmt.Errorf("savepoint: encode: %w", err)
-	}
-	tmp := filepath.Join(path, "_metadata.inprogress")
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return "", fmt.Errorf("savepoint: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(path, "_metadata")); err != nil {
-		return "", fmt.Errorf("savepoint: %w", err)
-	}
-	return path, nil
 }

@@ -49,6 +49,17 @@ type Job struct {
 	restarts int
 	// completed counts completed checkpoints.
 	completed int
+	storage   *checkpointStorage
+}
+
+// LatestCheckpoint returns where the latest completed checkpoint was
+// written (a path or a URI), or "" when none was or checkpoints stay in
+// memory.
+func (j *Job) LatestCheckpoint() string {
+	if cp := j.storage.latestCheckpoint(); cp != nil {
+		return cp.Path
+	}
+	return ""
 }
 
 // TriggerSavepoint takes a savepoint of the running job into a new
@@ -221,8 +232,10 @@ func (mc *MiniCluster) Submit(ctx context.Context, jg *graph.JobGraph) (*Job, er
 		return nil, err
 	}
 	storage.retained = config.NumRetainedCheckpoints.Get(cfg)
+	storage.threshold = int(config.StateFileThreshold.Get(cfg))
+	storage.incremental = config.IncrementalCheckpoints.Get(cfg)
 	jobCtx, cancel := context.WithCancel(ctx)
-	job := &Job{Graph: eg, Slots: slots, cancel: cancel, done: make(chan struct{})}
+	job := &Job{Graph: eg, Slots: slots, cancel: cancel, done: make(chan struct{}), storage: storage}
 	d := &deployer{mc: mc, cfg: cfg, logger: logger, jg: jg, eg: eg, job: job, storage: storage, savepoints: make(chan *savepointRequest)}
 	job.savepoints = d.savepoints
 	if err := d.enumerateSplits(jobCtx); err != nil {

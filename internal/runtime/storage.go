@@ -1,75 +1,194 @@
 package runtime
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net/url"
 	"os"
-	"path/filepath"
+	"path"
+	"slices"
 	"strings"
 	"sync"
+
+	"github.com/weirproject/weir/state"
 )
 
 // checkpointStorage keeps completed checkpoints: in memory, and in a
-// directory when state.checkpoints.dir is set.
+// directory (a path or a URI) when state.checkpoints.dir is set. The
+// layout is <dir>/<job-id>/chk-<n>/_metadata with the state files of the
+// checkpoint next to it, and <dir>/<job-id>/shared/ for the files of
+// incremental snapshots, which several checkpoints may reference.
 type checkpointStorage struct {
-	dir      string
-	jobID    string
+	root  *location // nil: the jobmanager storage, in memory only
+	jobID string
+	// retained is state.checkpoints.num-retained.
 	retained int
-	mu       sync.Mutex
-	latest   *CompletedCheckpoint
-	written  []string // directories of retained checkpoints, oldest first
+	// threshold is the size from which an operator's state goes to a file
+	// of its own instead of into _metadata.
+	threshold int
+	// incremental is state.backend.incremental.
+	incremental bool
+
+	mu      sync.Mutex
+	latest  *CompletedCheckpoint
+	written []*CompletedCheckpoint // retained checkpoints, oldest first
+	// refs counts, for each shared file, the retained checkpoints that
+	// reference it: a file goes when the last of them does.
+	refs map[string]int
+	// savepoints are checkpoint IDs taken as savepoints: their snapshots
+	// must be self-contained, never incremental.
+	savepoints map[int64]bool
+	// pending collects, per checkpoint in flight, the shared files its
+	// snapshots uploaded or reused; handles keeps them for the retained
+	// checkpoints.
+	pending map[int64]map[string]bool
+	handles map[int64][]string
 }
 
 func newCheckpointStorage(dirOrURI, jobID string) (*checkpointStorage, error) {
-	dir := dirOrURI
-	if strings.Contains(dirOrURI, "://") {
-		u, err := url.Parse(dirOrURI)
+	s := &checkpointStorage{jobID: jobID, refs: make(map[string]int), savepoints: make(map[int64]bool),
+		pending: make(map[int64]map[string]bool), handles: make(map[int64][]string)}
+	if dirOrURI != "" {
+		loc, err := openLocation(context.Background(), dirOrURI)
 		if err != nil {
-			return nil, fmt.Errorf("state.checkpoints.dir %q: %w", dirOrURI, err)
+			return nil, fmt.Errorf("state.checkpoints.dir: %w", err)
 		}
-		if u.Scheme != "file" {
-			return nil, fmt.Errorf("state.checkpoints.dir %q: scheme %q is not supported yet; use a path or a file:// URI", dirOrURI, u.Scheme)
-		}
-		dir = u.Path
+		s.root = loc
 	}
-	return &checkpointStorage{dir: dir, jobID: jobID}, nil
+	return s, nil
+}
+
+// isFiles reports whether checkpoints go to files rather than memory.
+func (s *checkpointStorage) isFiles() bool { return s.root != nil }
+
+func (s *checkpointStorage) markSavepoint(id int64) {
+	s.mu.Lock()
+	s.savepoints[id] = true
+	s.mu.Unlock()
+}
+
+// filesFor returns where the snapshots of a checkpoint may put shared
+// files, or nil when they must be self-contained: in memory, and for
+// savepoints.
+func (s *checkpointStorage) filesFor(id int64) state.SnapshotFiles {
+	if s == nil || s.root == nil || !s.incremental {
+		return nil
+	}
+	s.mu.Lock()
+	sp := s.savepoints[id]
+	s.mu.Unlock()
+	if sp {
+		return nil
+	}
+	return &sharedFiles{s: s, id: id}
+}
+
+// reference records that checkpoint id's snapshots use a shared file.
+func (s *checkpointStorage) reference(id int64, handle string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending[id] == nil {
+		s.pending[id] = make(map[string]bool)
+	}
+	s.pending[id][handle] = true
+}
+
+// sharedFiles uploads into a job's shared area for one checkpoint; handles
+// are keys relative to the storage root, "<job-id>/shared/<name>", so
+// that a checkpoint restored into a job with another ID still finds them.
+type sharedFiles struct {
+	s  *checkpointStorage
+	id int64
+}
+
+func (f *sharedFiles) Upload(ctx context.Context, localPath, name string) (string, error) {
+	handle := path.Join(f.s.jobID, "shared", name)
+	if _, err := f.s.root.upload(ctx, handle, localPath); err != nil {
+		return "", err
+	}
+	f.s.reference(f.id, handle)
+	return handle, nil
+}
+
+// Reuse accepts only files of this job's shared area: those of a
+// checkpoint of another job, restored from, are not this job's to count
+// or delete, so the first checkpoint uploads its own copies.
+func (f *sharedFiles) Reuse(handle string) bool {
+	if !strings.HasPrefix(handle, f.s.jobID+"/shared/") {
+		return false
+	}
+	f.s.reference(f.id, handle)
+	return true
+}
+
+// restoreFiles downloads the shared files of a checkpoint being restored.
+type restoreFiles struct{ root *location }
+
+func (f restoreFiles) Download(ctx context.Context, handle, localPath string) error {
+	if f.root == nil {
+		return fmt.Errorf("state file %s: the checkpoint was not read from storage", handle)
+	}
+	return f.root.download(ctx, handle, localPath)
 }
 
 // store records a completed checkpoint, durably first when a directory is
 // configured: a checkpoint only counts once its metadata is written.
 func (s *checkpointStorage) store(c *CompletedCheckpoint) error {
-	if s.dir != "" {
-		dir := filepath.Join(s.dir, s.jobID, fmt.Sprintf("chk-%d", c.ID))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+	if s.root != nil {
+		ctx := context.Background()
+		dir := s.root.join(s.jobID, fmt.Sprintf("chk-%d", c.ID))
+		if err := writeCheckpoint(ctx, dir, c, s.threshold); err != nil {
 			return fmt.Errorf("checkpoint %d: %w", c.ID, err)
 		}
-		data, err := json.Marshal(c)
-		if err != nil {
-			return fmt.Errorf("checkpoint %d: encode metadata: %w", c.ID, err)
-		}
-		tmp := filepath.Join(dir, "_metadata.inprogress")
-		if err := os.WriteFile(tmp, data, 0o644); err != nil {
-			return fmt.Errorf("checkpoint %d: %w", c.ID, err)
-		}
-		if err := os.Rename(tmp, filepath.Join(dir, "_metadata")); err != nil {
-			return fmt.Errorf("checkpoint %d: %w", c.ID, err)
-		}
-		c.Path = dir
+		c.Path = dir.String()
+		c.root = s.root
 	}
 	s.mu.Lock()
+	delete(s.savepoints, c.ID)
 	s.latest = c
-	var drop []string
-	if c.Path != "" {
-		s.written = append(s.written, c.Path)
+	var drop []*CompletedCheckpoint
+	var unreferenced []string
+	if s.root != nil {
+		var hs []string
+		for h := range s.pending[c.ID] {
+			hs = append(hs, h)
+			s.refs[h]++
+		}
+		// Files of checkpoints that never completed stay until the job's
+		// directory goes: a later snapshot may still reuse them.
+		for id := range s.pending {
+			if id <= c.ID {
+				delete(s.pending, id)
+			}
+		}
+		s.handles[c.ID] = hs
+		s.written = append(s.written, c)
 		if n := len(s.written) - max(s.retained, 1); n > 0 {
 			drop, s.written = s.written[:n], s.written[n:]
 		}
+		for _, d := range drop {
+			dh := s.handles[d.ID]
+			delete(s.handles, d.ID)
+			for _, h := range dh {
+				if s.refs[h]--; s.refs[h] <= 0 {
+					delete(s.refs, h)
+					unreferenced = append(unreferenced, h)
+				}
+			}
+		}
 	}
 	s.mu.Unlock()
-	// Older checkpoints beyond state.checkpoints.num-retained go.
-	for _, p := range drop {
-		_ = os.RemoveAll(p)
+	// Older checkpoints beyond state.checkpoints.num-retained go, and the
+	// shared files that no retained checkpoint needs any more.
+	ctx := context.Background()
+	for _, d := range drop {
+		_ = s.root.join(s.jobID, fmt.Sprintf("chk-%d", d.ID)).deleteAll(ctx)
+	}
+	for _, h := range unreferenced {
+		_ = s.root.delete(ctx, h)
 	}
 	return nil
 }
@@ -77,8 +196,8 @@ func (s *checkpointStorage) store(c *CompletedCheckpoint) error {
 // discard removes the job's checkpoint directory: the job finished or was
 // cancelled without asking to retain its checkpoints.
 func (s *checkpointStorage) discard() {
-	if s.dir != "" {
-		_ = os.RemoveAll(filepath.Join(s.dir, s.jobID))
+	if s.root != nil {
+		_ = s.root.join(s.jobID).deleteAll(context.Background())
 	}
 }
 
@@ -88,21 +207,108 @@ func (s *checkpointStorage) latestCheckpoint() *CompletedCheckpoint {
 	return s.latest
 }
 
-// LoadCheckpoint reads a checkpoint written to a directory: the chk-<n>
-// directory or its _metadata file.
-func LoadCheckpoint(path string) (*CompletedCheckpoint, error) {
-	meta := path
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		meta = filepath.Join(path, "_metadata")
+// writeCheckpoint writes a checkpoint's state files and then its
+// _metadata, which makes it count. State larger than threshold bytes goes
+// to a file of its own, named relative to the checkpoint's directory so
+// that the directory can be moved.
+func writeCheckpoint(ctx context.Context, dir *location, c *CompletedCheckpoint, threshold int) error {
+	meta := *c
+	meta.Tasks = make([]*TaskSnapshot, len(c.Tasks))
+	for i, t := range c.Tasks {
+		mt := *t
+		mt.Operators = make(map[string][]byte, len(t.Operators))
+		for uid, data := range t.Operators {
+			if len(data) <= threshold {
+				mt.Operators[uid] = data
+				continue
+			}
+			name := stateFileName(t, uid)
+			if err := dir.write(ctx, name, data); err != nil {
+				return err
+			}
+			if mt.Files == nil {
+				mt.Files = make(map[string]string)
+			}
+			mt.Files[uid] = name
+		}
+		meta.Tasks[i] = &mt
 	}
-	data, err := os.ReadFile(meta)
+	data, err := json.Marshal(&meta)
+	if err != nil {
+		return fmt.Errorf("encode metadata: %w", err)
+	}
+	return dir.write(ctx, "_metadata", data)
+}
+
+// stateFileName names an operator's state file in a checkpoint: unique
+// per vertex, subtask and operator, whatever characters the UID has.
+func stateFileName(t *TaskSnapshot, uid string) string {
+	sum := sha256.Sum256([]byte(uid))
+	return fmt.Sprintf("op-%s-%d-%s", t.Vertex, t.Subtask, hex.EncodeToString(sum[:8]))
+}
+
+// LoadCheckpoint reads a checkpoint or savepoint: its directory (a path or
+// a URI) or its _metadata file. The state files are read with it.
+func LoadCheckpoint(pathOrURI string) (*CompletedCheckpoint, error) {
+	ctx := context.Background()
+	loc, err := openLocation(ctx, pathOrURI)
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint: %w", err)
+	}
+	if path.Base(loc.prefix) == "_metadata" {
+		loc = loc.parent()
+	}
+	data, err := loc.read(ctx, "_metadata")
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("load checkpoint: %s has no _metadata: it is not a completed checkpoint or savepoint directory", loc)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint: %w", err)
 	}
 	var c CompletedCheckpoint
 	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, fmt.Errorf("load checkpoint %s: %w", meta, err)
+		return nil, fmt.Errorf("load checkpoint %s/_metadata: %w", loc, err)
 	}
-	c.Path = filepath.Dir(meta)
+	for _, t := range c.Tasks {
+		if t.Operators == nil {
+			t.Operators = make(map[string][]byte)
+		}
+		uids := make([]string, 0, len(t.Files))
+		for uid := range t.Files {
+			uids = append(uids, uid)
+		}
+		slices.Sort(uids)
+		for _, uid := range uids {
+			st, err := loc.read(ctx, t.Files[uid])
+			if err != nil {
+				return nil, fmt.Errorf("load checkpoint %s: state of operator %q: %w", loc, uid, err)
+			}
+			t.Operators[uid] = st
+		}
+		t.Files = nil
+	}
+	c.Path = loc.String()
+	// Shared files are named relative to the storage root, two levels
+	// up from <root>/<job-id>/chk-<n>.
+	c.root = loc.parent().parent()
 	return &c, nil
+}
+
+// writeSavepoint writes a savepoint into a new directory under dir: it is
+// self-contained (no shared files) and relocatable (its state files are
+// named relative to it), so it may be moved.
+func writeSavepoint(dir string, cp *CompletedCheckpoint, threshold int) (string, error) {
+	if dir == "" {
+		return "", errors.New("savepoint: no target directory")
+	}
+	ctx := context.Background()
+	loc, err := openLocation(ctx, dir)
+	if err != nil {
+		return "", fmt.Errorf("savepoint: %w", err)
+	}
+	loc = loc.join(fmt.Sprintf("savepoint-%s-%d", cp.JobID[:8], cp.ID))
+	if err := writeCheckpoint(ctx, loc, cp, threshold); err != nil {
+		return "", fmt.Errorf("savepoint: %w", err)
+	}
+	return loc.String(), nil
 }

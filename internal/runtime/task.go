@@ -88,6 +88,9 @@ type Task struct {
 	done    chan struct{}
 	acks    chan<- checkpointAck
 	restore *restoredState
+	// storage is the job's checkpoint storage, where incremental
+	// snapshots upload their files.
+	storage *checkpointStorage
 	clock   Clock
 	pts     *ProcessingTimeService
 	// current is the operator running user code right now; a panic or a

@@ -1,0 +1,6 @@
+package stream
+
+// LatestCheckpoint returns where the job's latest completed checkpoint is
+// (its chk-<n> directory, a path or a URI), for resuming with
+// --from-savepoint; "" when none completed or checkpoints stay in memory.
+func (c *JobClient) LatestCheckpoint() string { return c.job.LatestCheckpoint() }
