@@ -287,6 +287,9 @@ func TestBlackholeCounts(t *testing.T) {
 		if err := env.Execute(t.Context(), "nexmark-"+name); err != nil {
 			t.Fatal(name, err)
 		}
+		if q.WallClock {
+			continue // the number of windows depends on the clock (TestQ12)
+		}
 		if got, want := count(), q.Loop(testConfig.All(testEvents)); got != want {
 			t.Errorf("%s: the engine counts %d results, the loop %d", name, got, want)
 		}

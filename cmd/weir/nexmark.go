@@ -2,13 +2,17 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"runtime/metrics"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +36,7 @@ type nexmarkOptions struct {
 	checkpoint  time.Duration
 	defines     []string
 	output      string
+	loopOutput  string
 }
 
 func newNexmarkCommand() *cobra.Command {
@@ -46,7 +51,8 @@ the CPU time and the peak memory.
 
 With --baseline, a hand-written single-goroutine loop then computes the same
 result over the same events, and weir prints the engine's throughput
-relative to the loop's.
+relative to the loop's. --output FILE writes the engine's results to FILE
+and --baseline-output FILE the loop's, as JSON lines, one result a line.
 
 Queries: ` + queryList() + `. With --pregenerate the events are generated in
 memory first, so that the timing leaves the generator out.`,
@@ -72,7 +78,8 @@ memory first, so that the timing leaves the generator out.`,
 	f.StringVar(&opts.backend, "state-backend", "hashmap", "keyed state backend: hashmap or pebble (state.backend.type)")
 	f.DurationVar(&opts.checkpoint, "checkpoint-interval", 0, "take checkpoints at this interval (execution.checkpointing.interval); 0 takes none")
 	f.StringArrayVarP(&opts.defines, "define", "D", nil, "set a configuration option, key=value (repeatable)")
-	f.StringVar(&opts.output, "output", "", "also write the results as JSON lines to part files under `dir`")
+	f.StringVar(&opts.output, "output", "", "also write the engine's results as JSON lines to `file`")
+	f.StringVar(&opts.loopOutput, "baseline-output", "", "write the baseline loop's results as JSON lines to `file` (implies --baseline)")
 	cmd.AddCommand(newNexmarkGenerateCommand())
 	return cmd
 }
@@ -87,6 +94,9 @@ func (o *nexmarkOptions) validate(cmd *cobra.Command) error {
 		return usageErrorf(cmd, "unknown query %q: want one of %s", o.query, queryList())
 	}
 	o.query = strings.ToLower(o.query)
+	if o.loopOutput != "" {
+		o.baseline = true
+	}
 	return validateGenerator(cmd, o.events, o.rate, o.parallelism)
 }
 
@@ -197,8 +207,15 @@ func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
 		src = nexmark.Events(env, gen, o.events)
 	}
 	count := q.Attach
+	var parts string // the sink's directory, when --output asks for a file
 	if o.output != "" {
-		count = func(s *stream.Stream[nexmark.Event]) func() int64 { return q.AttachOutput(s, o.output) }
+		var err error
+		parts, err = os.MkdirTemp(filepath.Dir(o.output), "."+filepath.Base(o.output)+".parts-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(parts)
+		count = func(s *stream.Stream[nexmark.Event]) func() int64 { return q.AttachOutput(s, parts) }
 	}
 	results := count(src)
 	eng, err := measure(func() (int64, error) {
@@ -207,6 +224,11 @@ func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
 	})
 	if err != nil {
 		return fmt.Errorf("nexmark %s: %w", q.Name, err)
+	}
+	if parts != "" {
+		if err := concatParts(parts, o.output); err != nil {
+			return fmt.Errorf("nexmark %s: --output: %w", q.Name, err)
+		}
 	}
 	_, maxRSS := nexmark.ProcessUsage()
 	n := float64(o.events)
@@ -225,15 +247,86 @@ func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
 	if !o.baseline {
 		return nil
 	}
-	loop, _ := measure(func() (int64, error) { return q.Loop(input), nil })
+	loop, err := measure(func() (int64, error) {
+		if o.loopOutput == "" {
+			return q.Loop(input), nil
+		}
+		return writeFile(o.loopOutput, func(w io.Writer) (int64, error) { return q.LoopOutput(input, w) })
+	})
+	if err != nil {
+		return fmt.Errorf("nexmark %s: --baseline-output: %w", q.Name, err)
+	}
 	fmt.Fprintf(w, "loop         %.3f s, %s events/s, %s events/s per core (%.2f cores), peak heap %s\n",
 		loop.elapsed.Seconds(), rate(n, loop.elapsed), rate(n, loop.cpu), cores(loop), mib(loop.heap))
 	fmt.Fprintf(w, "engine/loop  throughput %.2f, per core %.2f (the engine takes %.2f× the loop's time)\n",
 		ratio(loop.elapsed, eng.elapsed), ratio(loop.cpu, eng.cpu), ratio(eng.elapsed, loop.elapsed))
-	if loop.results != eng.results {
+	if loop.results != eng.results && q.WallClock {
+		fmt.Fprintf(w, "note         %s windows by processing time: the engine and the loop need not find the same windows\n", q.Name)
+	} else if loop.results != eng.results {
 		return fmt.Errorf("nexmark %s: the engine produced %d results, the loop %d", q.Name, eng.results, loop.results)
 	}
 	return nil
+}
+
+// concatParts writes the part files that the text file sink committed
+// under dir into one file, in the order of file.ReadLines (subtask order),
+// without holding them in memory.
+func concatParts(dir, path string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	type part struct {
+		name    string
+		subtask int // -1 if the name has no number after "part-"
+	}
+	var parts []part
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), "part-")
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		n, err := strconv.Atoi(rest)
+		if err != nil || n < 0 {
+			n = -1
+		}
+		parts = append(parts, part{e.Name(), n})
+	}
+	slices.SortFunc(parts, func(a, b part) int {
+		if (a.subtask < 0) != (b.subtask < 0) {
+			return cmp.Compare(b.subtask, a.subtask)
+		}
+		return cmp.Or(cmp.Compare(a.subtask, b.subtask), strings.Compare(a.name, b.name))
+	})
+	_, err = writeFile(path, func(w io.Writer) (int64, error) {
+		for _, p := range parts {
+			f, err := os.Open(filepath.Join(dir, p.name))
+			if err != nil {
+				return 0, err
+			}
+			_, err = io.Copy(w, f)
+			f.Close()
+			if err != nil {
+				return 0, err
+			}
+		}
+		return 0, nil
+	})
+	return err
+}
+
+// writeFile creates path and writes it with write.
+func writeFile(path string, write func(io.Writer) (int64, error)) (n int64, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	return write(f)
 }
 
 func checkpointsDescription(d time.Duration) string {
