@@ -149,7 +149,8 @@ var (
 
 	IncrementalCheckpoints = boolOption("state.backend.incremental", true,
 		"With the pebble backend and a checkpoint directory, checkpoints upload only the store's files that no "+
-			"earlier checkpoint uploaded, into <dir>/<job-id>/shared/. Savepoints are always full and self-contained.")
+			"earlier checkpoint uploaded, into <dir>/<job-id>/shared/. false uploads all of them into each "+
+			"checkpoint's own directory (full checkpoints). Savepoints are always full and self-contained.")
 
 	TmpDirs = stringOption("io.tmp.dirs", "",
 		"Local directory for the working files of operators, such as the pebble state backend's stores. "+

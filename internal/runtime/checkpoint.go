@@ -86,6 +86,8 @@ type CompletedCheckpoint struct {
 	// root is the storage directory that the handles of shared state
 	// files are relative to.
 	root *location
+	// triggered is when the coordinator started the checkpoint.
+	triggered time.Time
 }
 
 // stateFor collects the state of the given operators for one subtask,

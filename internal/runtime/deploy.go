@@ -502,7 +502,7 @@ func (c *coordinator) run(ctx context.Context) error {
 			}
 			cur = nil
 			lastEnd = time.Now()
-			cp := &CompletedCheckpoint{ID: done.id, JobID: c.d.storage.jobID}
+			cp := &CompletedCheckpoint{ID: done.id, JobID: c.d.storage.jobID, triggered: done.started}
 			size := 0
 			for i := range c.a.tasks {
 				cp.Tasks = append(cp.Tasks, done.acks[i])

@@ -52,6 +52,10 @@ type Job struct {
 	storage   *checkpointStorage
 }
 
+// CheckpointHistory returns the statistics of the latest completed
+// checkpoints, oldest first.
+func (j *Job) CheckpointHistory() []CheckpointStats { return j.storage.history() }
+
 // LatestCheckpoint returns where the latest completed checkpoint was
 // written (a path or a URI), or "" when none was or checkpoints stay in
 // memory.

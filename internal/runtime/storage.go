@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/weirproject/weir/state"
 )
@@ -46,11 +47,34 @@ type checkpointStorage struct {
 	// checkpoints.
 	pending map[int64]map[string]bool
 	handles map[int64][]string
+	// sizes of the shared files, and bytes uploaded per checkpoint in
+	// flight, for the checkpoint statistics.
+	sizes    map[string]int64
+	uploaded map[int64]int64
+	stats    []CheckpointStats
 }
+
+// CheckpointStats describes a completed checkpoint, as Flink's checkpoint
+// history does.
+type CheckpointStats struct {
+	ID       int64
+	Path     string `json:",omitempty"`
+	Duration time.Duration
+	// FullSize is the size of all the state the checkpoint needs:
+	// inline state, state files and every shared file it references.
+	FullSize int64
+	// CheckpointedSize is what this checkpoint wrote: with incremental
+	// snapshots only the files that no earlier checkpoint uploaded.
+	CheckpointedSize int64
+}
+
+// maxStats bounds the checkpoint history kept in memory.
+const maxStats = 100
 
 func newCheckpointStorage(dirOrURI, jobID string) (*checkpointStorage, error) {
 	s := &checkpointStorage{jobID: jobID, refs: make(map[string]int), savepoints: make(map[int64]bool),
-		pending: make(map[int64]map[string]bool), handles: make(map[int64][]string)}
+		pending: make(map[int64]map[string]bool), handles: make(map[int64][]string),
+		sizes: make(map[string]int64), uploaded: make(map[int64]int64)}
 	if dirOrURI != "" {
 		loc, err := openLocation(context.Background(), dirOrURI)
 		if err != nil {
@@ -70,11 +94,10 @@ func (s *checkpointStorage) markSavepoint(id int64) {
 	s.mu.Unlock()
 }
 
-// filesFor returns where the snapshots of a checkpoint may put shared
-// files, or nil when they must be self-contained: in memory, and for
-// savepoints.
+// filesFor returns where the snapshots of a checkpoint may put files, or
+// nil when they must be self-contained: in memory, and for savepoints.
 func (s *checkpointStorage) filesFor(id int64) state.SnapshotFiles {
-	if s == nil || s.root == nil || !s.incremental {
+	if s == nil || s.root == nil {
 		return nil
 	}
 	s.mu.Lock()
@@ -83,7 +106,17 @@ func (s *checkpointStorage) filesFor(id int64) state.SnapshotFiles {
 	if sp {
 		return nil
 	}
-	return &sharedFiles{s: s, id: id}
+	// Without incremental checkpoints a pebble store still uploads its
+	// files, but all of them, into the checkpoint's own directory.
+	return &sharedFiles{s: s, id: id, private: !s.incremental}
+}
+
+// uploadedBytes counts bytes written for checkpoint id.
+func (s *checkpointStorage) uploadedBytes(id int64, handle string, n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.uploaded[id] += n
+	s.sizes[handle] = n
 }
 
 // reference records that checkpoint id's snapshots use a shared file.
@@ -102,14 +135,24 @@ func (s *checkpointStorage) reference(id int64, handle string) {
 type sharedFiles struct {
 	s  *checkpointStorage
 	id int64
+	// private puts every file into the checkpoint's own directory and
+	// reuses none: full, not incremental, snapshots.
+	private bool
 }
 
 func (f *sharedFiles) Upload(ctx context.Context, localPath, name string) (string, error) {
 	handle := path.Join(f.s.jobID, "shared", name)
-	if _, err := f.s.root.upload(ctx, handle, localPath); err != nil {
+	if f.private {
+		handle = path.Join(f.s.jobID, fmt.Sprintf("chk-%d", f.id), "files", name)
+	}
+	n, err := f.s.root.upload(ctx, handle, localPath)
+	if err != nil {
 		return "", err
 	}
-	f.s.reference(f.id, handle)
+	f.s.uploadedBytes(f.id, handle, n)
+	if !f.private {
+		f.s.reference(f.id, handle)
+	}
 	return handle, nil
 }
 
@@ -117,7 +160,7 @@ func (f *sharedFiles) Upload(ctx context.Context, localPath, name string) (strin
 // checkpoint of another job, restored from, are not this job's to count
 // or delete, so the first checkpoint uploads its own copies.
 func (f *sharedFiles) Reuse(handle string) bool {
-	if !strings.HasPrefix(handle, f.s.jobID+"/shared/") {
+	if f.private || !strings.HasPrefix(handle, f.s.jobID+"/shared/") {
 		return false
 	}
 	f.s.reference(f.id, handle)
@@ -146,8 +189,33 @@ func (s *checkpointStorage) store(c *CompletedCheckpoint) error {
 		c.Path = dir.String()
 		c.root = s.root
 	}
+	own := int64(0)
+	for _, t := range c.Tasks {
+		for _, data := range t.Operators {
+			own += int64(len(data))
+		}
+	}
 	s.mu.Lock()
 	delete(s.savepoints, c.ID)
+	st := CheckpointStats{ID: c.ID, Path: c.Path, FullSize: own, CheckpointedSize: own + s.uploaded[c.ID]}
+	if !c.triggered.IsZero() {
+		st.Duration = time.Since(c.triggered)
+	}
+	for h := range s.pending[c.ID] {
+		st.FullSize += s.sizes[h]
+	}
+	if s.root != nil && !s.incremental {
+		st.FullSize = st.CheckpointedSize
+	}
+	for id := range s.uploaded {
+		if id <= c.ID {
+			delete(s.uploaded, id)
+		}
+	}
+	s.stats = append(s.stats, st)
+	if len(s.stats) > maxStats {
+		s.stats = s.stats[len(s.stats)-maxStats:]
+	}
 	s.latest = c
 	var drop []*CompletedCheckpoint
 	var unreferenced []string
@@ -175,6 +243,7 @@ func (s *checkpointStorage) store(c *CompletedCheckpoint) error {
 			for _, h := range dh {
 				if s.refs[h]--; s.refs[h] <= 0 {
 					delete(s.refs, h)
+					delete(s.sizes, h)
 					unreferenced = append(unreferenced, h)
 				}
 			}
@@ -199,6 +268,14 @@ func (s *checkpointStorage) discard() {
 	if s.root != nil {
 		_ = s.root.join(s.jobID).deleteAll(context.Background())
 	}
+}
+
+// history returns the statistics of the latest completed checkpoints,
+// oldest first.
+func (s *checkpointStorage) history() []CheckpointStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.stats)
 }
 
 func (s *checkpointStorage) latestCheckpoint() *CompletedCheckpoint {

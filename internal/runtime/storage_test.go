@@ -204,6 +204,70 @@ func TestIncrementalCheckpointsOnStorage(t *testing.T) {
 		t.Fatalf("no file of checkpoint 1 was deleted, though no retained checkpoint references them: %v", first)
 	}
 	t.Logf("checkpoint 1: %d files, %d deleted since; retained: %d and %d files, %d shared", len(first), gone, len(older), len(newer), reused)
+
+	// The history tells the two sizes apart: later checkpoints write less
+	// than the state they need.
+	hist := job.CheckpointHistory()
+	if len(hist) < 12 {
+		t.Fatalf("history holds %d checkpoints, want every one of the %d", len(hist), job.CompletedCheckpoints())
+	}
+	smaller := 0
+	for _, h := range hist {
+		if h.CheckpointedSize > h.FullSize || h.FullSize == 0 || h.Duration <= 0 {
+			t.Fatalf("checkpoint %d: checkpointed %d bytes of %d in %v", h.ID, h.CheckpointedSize, h.FullSize, h.Duration)
+		}
+		if h.CheckpointedSize < h.FullSize {
+			smaller++
+		}
+	}
+	if smaller == 0 {
+		t.Fatal("no checkpoint wrote less than its full size")
+	}
+}
+
+// TestFullPebbleCheckpoints turns incremental checkpoints off: every
+// checkpoint uploads all of the store's files into its own directory, and
+// recovery still restores from them.
+func TestFullPebbleCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	env, got := sumsJob(t, 2, 30_000, 37, 2, "state.backend.type", "pebble", "state.checkpoints.dir", dir,
+		"state.backend.incremental", "false", "execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
+	job, err := env.ExecuteAsync(context.Background(), "full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	g := got.Values()
+	slices.Sort(g)
+	if want := runningSums(30_000, 37); !slices.Equal(g, want) {
+		t.Fatalf("committed %d records, want %d", len(g), len(want))
+	}
+	for _, h := range job.CheckpointHistory() {
+		if h.CheckpointedSize != h.FullSize {
+			t.Fatalf("checkpoint %d wrote %d of %d bytes; a full checkpoint writes all", h.ID, h.CheckpointedSize, h.FullSize)
+		}
+	}
+
+	// What a full checkpoint leaves on the storage: its files in its own
+	// directory, nothing shared.
+	env, _ = sumsJob(t, 1, -1, 37, 0, "state.backend.type", "pebble", "state.checkpoints.dir", dir,
+		"state.backend.incremental", "false", "execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
+	job, err = env.ExecuteAsync(context.Background(), "full-endless")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return job.CompletedCheckpoints() >= 3 })
+	job.Cancel()
+	_ = job.Wait()
+	latest := job.LatestCheckpoint()
+	if ssts, _ := filepath.Glob(filepath.Join(latest, "files", "*.sst")); len(ssts) == 0 {
+		t.Fatalf("the full checkpoint %s holds no store file", latest)
+	}
+	if shared, _ := filepath.Glob(filepath.Join(filepath.Dir(latest), "shared", "*")); len(shared) != 0 {
+		t.Fatalf("full checkpoints put %d files into the shared area", len(shared))
+	}
 }
 
 func waitFor(t *testing.T, cond func() bool) {
