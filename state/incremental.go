@@ -84,7 +84,8 @@ type incrementalState struct {
 // incremental: the synchronous part flushes the memtable and hard-links
 // the store's files into a local checkpoint, and the asynchronous part
 // uploads the files that no earlier snapshot uploaded. Otherwise the
-// snapshot is the full, self-contained format of Snapshot.
+// snapshot is the full, self-contained format of Snapshot. Either way the
+// synchronous part first removes the expired entries of TTL states.
 func (b *Backend[K]) SnapshotAsync(files SnapshotFiles) (func(context.Context) ([]byte, error), error) {
 	if b.p == nil || files == nil {
 		data, err := b.Snapshot()
@@ -92,6 +93,9 @@ func (b *Backend[K]) SnapshotAsync(files SnapshotFiles) (func(context.Context) (
 			return nil, err
 		}
 		return func(context.Context) ([]byte, error) { return data, nil }, nil
+	}
+	if err := b.dropExpired(); err != nil {
+		return nil, err
 	}
 	return b.p.snapshotIncremental(files)
 }

@@ -141,8 +141,12 @@ func (b *Backend[K]) keyCodec() (codec.Codec[K], error) {
 
 // Snapshot encodes every state of every key, registered or restored and
 // not registered again (so that a function that registers state lazily
-// loses nothing), in a format that both implementations restore.
+// loses nothing), in a format that both implementations restore. It first
+// removes the expired entries of TTL states from the backend.
 func (b *Backend[K]) Snapshot() ([]byte, error) {
+	if err := b.dropExpired(); err != nil {
+		return nil, err
+	}
 	if b.p != nil {
 		return b.p.snapshot()
 	}

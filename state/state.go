@@ -18,6 +18,13 @@
 // snapshot of either restores into either, and Restore can filter keys
 // (for rescaling) and merge several snapshots.
 //
+// ValueWithTTL, ListWithTTL and MapWithTTL return states that expire in
+// processing time, like Flink's StateTtlConfig (see TTL): a value, each
+// list element and each map entry carries its own expiry, stored with it
+// (Expiring), so TTL state snapshots and restores like any other. Expired
+// data never reads back; it is removed when a read finds it and, for every
+// key, when a snapshot is taken.
+//
 // State handle methods have no error results: a storage or codec failure
 // of the Pebble implementation panics with an error, which the task
 // reports as the operator's failure.
@@ -101,6 +108,9 @@ type Backend[K comparable] struct {
 	restored     map[string]*rawState[K]
 	kc           codec.Codec[K] // the key codec; nil until needed by the heap
 	p            *pebbleStore[K]
+	// ttlCleanup removes the expired entries of each TTL state, by name,
+	// before a snapshot.
+	ttlCleanup map[string]func() error
 }
 
 // NewBackend returns an empty heap backend.
