@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	goruntime "runtime"
 	"strconv"
@@ -51,32 +52,58 @@ func (env *Environment) RestoreFrom(path string, allowNonRestored bool) *Environ
 
 // Flags are the standard flags every job program accepts.
 type Flags struct {
-	parallelism  int
-	defs         defineFlag
+	// settings holds -D definitions and the flags that are shorthands for
+	// an option, in command-line order, so that of two that set one key
+	// the later wins.
+	settings     []setting
 	configFile   string
 	plan         planFlag
 	fromSnapshot string
 	allowMissing bool
 }
 
+// setting is one -D key=value (def, with key empty: it is parsed in
+// Environment, so that its errors say "-D") or one option flag (key and
+// value, validated when the flag was parsed).
+type setting struct {
+	source     string
+	def        string
+	key, value string
+}
+
 // RegisterFlags adds the standard job flags to fs: --parallelism (-p),
 // -D key=value (repeatable), --config FILE, --plan[=json],
-// --from-savepoint PATH and --allow-non-restored-state.
+// --from-savepoint PATH, --allow-non-restored-state, and the shorthands
+// --checkpoint-interval, --checkpoint-dir, --checkpoint-mode and
+// --state-backend.
 func RegisterFlags(fs *flag.FlagSet) *Flags {
 	f := &Flags{}
-	const pUsage = "default parallelism of the job's operators (parallelism.default)"
-	fs.IntVar(&f.parallelism, "parallelism", 0, pUsage)
-	fs.IntVar(&f.parallelism, "p", 0, pUsage+" (shorthand)")
-	fs.Var(&f.defs, "D", "set a configuration option, `key=value` (repeatable; overrides --config)")
+	const pUsage = "default parallelism of the job's operators, `N` (parallelism.default; 0 = CPU cores)"
+	parallelism := func(name string) *optionFlag {
+		return &optionFlag{settings: &f.settings, name: name, key: config.Parallelism.Key, parse: parseParallelism}
+	}
+	fs.Var(parallelism("--parallelism"), "parallelism", pUsage)
+	fs.Var(parallelism("--parallelism"), "p", pUsage+" (shorthand)")
+	fs.Var(&defineFlag{settings: &f.settings}, "D", "set a configuration option, `key=value` (repeatable; overrides --config; of -D and option flags that set one key, the last wins)")
 	fs.StringVar(&f.configFile, "config", "", "YAML configuration `file` with Flink-style keys")
 	fs.Var(&f.plan, "plan", "print the job graph instead of running the job (--plan or --plan=json)")
 	fs.StringVar(&f.fromSnapshot, "from-savepoint", "", "start from a retained checkpoint: its chk-<n> `directory` or _metadata file")
 	fs.BoolVar(&f.allowMissing, "allow-non-restored-state", false, "start from a checkpoint even if some of its state belongs to no operator of the job")
+	fs.Var(&optionFlag{settings: &f.settings, name: "--checkpoint-interval", key: config.CheckpointInterval.Key, parse: parseInterval},
+		"checkpoint-interval", "take a checkpoint every `duration`, e.g. 200ms or 10s; 0 disables checkpoints (execution.checkpointing.interval)")
+	fs.Var(&optionFlag{settings: &f.settings, name: "--checkpoint-dir", key: config.CheckpointsDir.Key, parse: parseCheckpointDir},
+		"checkpoint-dir", "write completed checkpoints under `path` or file:// URI, as <dir>/<job-id>/chk-<n> (state.checkpoints.dir)")
+	fs.Var(&optionFlag{settings: &f.settings, name: "--checkpoint-mode", key: config.CheckpointMode.Key, parse: enumParser(config.CheckpointMode.Key)},
+		"checkpoint-mode", "checkpoint guarantee, `mode` exactly-once or at-least-once (execution.checkpointing.mode)")
+	fs.Var(&optionFlag{settings: &f.settings, name: "--state-backend", key: config.StateBackend.Key, parse: enumParser(config.StateBackend.Key)},
+		"state-backend", "where keyed state lives, `type` hashmap or pebble (state.backend.type)")
 	return f
 }
 
 // Environment creates the environment the parsed flags describe: the
-// configuration file, then -D overrides, then --parallelism.
+// configuration file, then -D and the option flags (--parallelism,
+// --checkpoint-interval, ...) in command-line order, so that the last one
+// to set a key wins.
 func (f *Flags) Environment() (*Environment, error) {
 	cfg := config.New()
 	if f.configFile != "" {
@@ -86,20 +113,15 @@ func (f *Flags) Environment() (*Environment, error) {
 		}
 		cfg = fileCfg
 	}
-	for _, d := range f.defs {
-		key, value, err := config.ParseDefinition(d)
-		if err != nil {
-			return nil, err
+	for _, s := range f.settings {
+		key, value := s.key, s.value
+		if s.key == "" {
+			var err error
+			if key, value, err = config.ParseDefinition(s.def); err != nil {
+				return nil, err
+			}
 		}
-		if err := cfg.SetFrom("-D", key, value); err != nil {
-			return nil, err
-		}
-	}
-	if f.parallelism < 0 {
-		return nil, fmt.Errorf("stream: --parallelism %d must be at least 1", f.parallelism)
-	}
-	if f.parallelism > 0 {
-		if err := cfg.SetFrom("--parallelism", config.Parallelism.Key, strconv.Itoa(f.parallelism)); err != nil {
+		if err := cfg.SetFrom(s.source, key, value); err != nil {
 			return nil, err
 		}
 	}
@@ -354,10 +376,123 @@ type OperatorError = runtime.OperatorError
 // PanicError is the cause of an OperatorError raised by a panic.
 type PanicError = runtime.PanicError
 
-type defineFlag []string
+// defineFlag is -D: it appends key=value definitions to the shared,
+// ordered settings of a Flags.
+type defineFlag struct {
+	settings *[]setting
+	defs     []string
+}
 
-func (d *defineFlag) String() string     { return strings.Join(*d, ",") }
-func (d *defineFlag) Set(s string) error { *d = append(*d, s); return nil }
+func (d *defineFlag) String() string {
+	if d == nil {
+		return ""
+	}
+	return strings.Join(d.defs, ",")
+}
+
+func (d *defineFlag) Set(s string) error {
+	d.defs = append(d.defs, s)
+	*d.settings = append(*d.settings, setting{source: "-D", def: s})
+	return nil
+}
+
+// optionFlag is a flag that stands for one configuration option: setting
+// it is the same as -D key=value at the same place on the command line.
+// parse validates the flag's value when it is parsed, so that a bad value
+// is reported with the flag's name and the values it accepts, and returns
+// the option's value.
+type optionFlag struct {
+	settings *[]setting
+	name     string
+	key      string
+	parse    func(string) (string, error)
+	value    string
+}
+
+func (o *optionFlag) String() string {
+	if o == nil {
+		return ""
+	}
+	return o.value
+}
+
+func (o *optionFlag) Set(s string) error {
+	v, err := o.parse(s)
+	if err != nil {
+		return err
+	}
+	o.value = s
+	*o.settings = append(*o.settings, setting{source: o.name, key: o.key, value: v})
+	return nil
+}
+
+func parseParallelism(s string) (string, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 0 {
+		return "", errors.New("want a number of subtasks >= 1, or 0 for the number of CPU cores")
+	}
+	return strconv.Itoa(n), nil
+}
+
+// parseInterval accepts what execution.checkpointing.interval accepts:
+// Go durations (200ms, 1m30s) and Flink's ("200 ms", "10 s", a bare
+// number of milliseconds).
+func parseInterval(s string) (string, error) {
+	if err := config.New().Set(config.CheckpointInterval.Key, s); err != nil {
+		return "", errors.New("want a duration >= 0 such as 200ms, 10s or 1m (0 disables checkpoints)")
+	}
+	return s, nil
+}
+
+// parseCheckpointDir leaves the choice of supported URI schemes to the
+// checkpoint storage, which reports an unsupported one when the job
+// starts; here it only rejects what cannot be a location at all.
+func parseCheckpointDir(s string) (string, error) {
+	if strings.TrimSpace(s) == "" {
+		return "", errors.New("want a directory path or a file:// URI")
+	}
+	if strings.Contains(s, "://") {
+		if _, err := url.Parse(s); err != nil {
+			return "", fmt.Errorf("want a directory path or a file:// URI: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// enumParser accepts the values of the catalog's Enum option key in flag
+// spelling (lower case, "-" for "_": exactly-once for EXACTLY_ONCE) or in
+// the option's own, case-insensitively, and returns the option's
+// spelling. The values come from the catalog so that a value added there
+// is accepted here too.
+func enumParser(key string) func(string) (string, error) {
+	var values []string
+	for _, o := range config.Options() {
+		if o.Key == key {
+			values = o.Values
+		}
+	}
+	if len(values) == 0 {
+		panic(fmt.Sprintf("stream: %q is not an Enum option of the catalog", key))
+	}
+	spell := func(v string) string { return strings.ReplaceAll(strings.ToLower(v), "_", "-") }
+	accepted := make([]string, len(values))
+	for i, v := range values {
+		accepted[i] = spell(v)
+	}
+	want := "want " + strings.Join(accepted, " or ")
+	if len(accepted) > 2 {
+		want = "want one of " + strings.Join(accepted, ", ")
+	}
+	return func(s string) (string, error) {
+		in := spell(strings.TrimSpace(s))
+		for i, v := range accepted {
+			if in == v {
+				return values[i], nil
+			}
+		}
+		return "", errors.New(want)
+	}
+}
 
 // planFlag is a flag that may stand alone (--plan, text) or take a value
 // (--plan=json).

@@ -2,6 +2,16 @@
 // on the local mini cluster and prints "word count" lines.
 //
 //	go run ./examples/wordcount --input FILE [--output DIR] [--parallelism N]
+//
+// With --mode streaming it emits the running count of a word after every
+// occurrence instead of the final counts, takes checkpoints when asked to
+// (--checkpoint-interval, --checkpoint-dir) and resumes from one with
+// --from-savepoint (Ctrl-C keeps the checkpoints too); with --output its
+// committed part files then hold every running count exactly once, however
+// often the job failed and resumed:
+//
+//	go run ./examples/wordcount --mode streaming --input FILE --output DIR \
+//	    --checkpoint-interval 1s --checkpoint-dir /tmp/chk
 package main
 
 import (
@@ -12,7 +22,9 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"time"
 
+	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/connector/file"
 	"github.com/weirproject/weir/examples/wordcount/wc"
 	"github.com/weirproject/weir/stream"
@@ -24,10 +36,29 @@ var sample string
 func main() {
 	input := flag.String("input", "", "text `file` or directory to count (default: an embedded sample)")
 	output := flag.String("output", "", "write the counts to part files under `dir` instead of stdout")
+	mode := flag.String("mode", "batch", "`mode` batch (the final count of every word) or streaming (the running count after every occurrence)")
+	rate := flag.Float64("rate", 0, "read at most `N` input lines a second (0: as fast as possible), to watch a streaming run or stop it midway")
 	env := stream.NewEnvironment()
-	// The counts are final only when the input has ended: run bounded
-	// inputs in batch mode unless the configuration says otherwise.
-	env.SetRuntimeMode(stream.Automatic)
+	switch *mode {
+	case "batch":
+		// The counts are final only when the input has ended: run bounded
+		// inputs in batch mode unless the configuration says otherwise.
+		env.SetRuntimeMode(stream.Automatic)
+	case "streaming":
+		// Batch execution would hold every count back until the end and
+		// take no checkpoints, which is what streaming mode is for.
+		env.SetRuntimeMode(stream.Streaming)
+		if m := config.RuntimeMode.Get(env.Config()); m != string(stream.Streaming) {
+			fail(2, fmt.Errorf("--mode streaming conflicts with %s=%s", config.RuntimeMode.Key, m))
+		}
+		// Stopping a run with Ctrl-C keeps its checkpoints, to resume
+		// from, as a crash would.
+		if !env.Config().IsSet(config.ExternalizedRetention.Key) {
+			config.ExternalizedRetention.Set(env.Config(), config.RetentionRetainOnCancellation)
+		}
+	default:
+		fail(2, fmt.Errorf("invalid value %q for flag --mode: want batch or streaming", *mode))
+	}
 
 	var lines *stream.Stream[string]
 	if *input != "" {
@@ -35,17 +66,67 @@ func main() {
 	} else {
 		lines = stream.FromSlice(env, strings.Split(sample, "\n")).Name("sample")
 	}
+	if *rate < 0 {
+		fail(2, fmt.Errorf("invalid value %v for flag --rate: want lines a second > 0, or 0 for no limit", *rate))
+	}
+	source := lines
+	if *rate > 0 {
+		lines = stream.Process(lines, stream.ProcessFunction[string, string](&throttle{rate: *rate})).Name("throttle").UID("throttle")
+	}
 	counts := wc.Build(lines)
+	var sink *stream.Sink
 	if *output != "" {
-		stream.SinkTo(counts, file.Text[wc.WordCount](*output, nil), "files")
+		// The text sink commits its files with the checkpoints, so that
+		// the committed output is exactly once.
+		sink = stream.SinkTo(counts, file.Text[wc.WordCount](*output, nil), "files")
 	} else {
-		stream.Print(counts)
+		sink = stream.Print(counts)
+	}
+	if *mode == "streaming" {
+		// A run resumed with --from-savepoint finds the state of the
+		// source position, the counts and the sink's transactions by
+		// these UIDs, which do not change when the job does.
+		source.UID("lines")
+		counts.UID("count")
+		sink.UID("out")
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := env.Execute(ctx, "wordcount"); err != nil {
-		fmt.Fprintln(os.Stderr, "wordcount:", err)
-		os.Exit(1)
+		fail(1, err)
 	}
+}
+
+// throttle passes lines on at no more than rate a second for the job,
+// rate/parallelism for each subtask. It chains with the source, so it
+// slows the reading itself; it sleeps between records, where the source
+// task still handles checkpoint barriers between its polls.
+type throttle struct {
+	rate  float64
+	every time.Duration // per line, for this subtask
+	start time.Time
+	n     int64
+}
+
+func (t *throttle) Open(ctx *stream.Context) error {
+	t.every = time.Duration(float64(time.Second) * float64(ctx.Parallelism()) / t.rate)
+	t.start, t.n = time.Now(), 0
+	return nil
+}
+
+func (t *throttle) ProcessElement(line string, _ *stream.Context, out stream.Collector[string]) error {
+	t.n++
+	// Sleeping per line would cost a timer wake-up for every line at high
+	// rates; sleeping only once ahead by a millisecond keeps the average.
+	if ahead := time.Duration(t.n)*t.every - time.Since(t.start); ahead > time.Millisecond {
+		time.Sleep(ahead)
+	}
+	out.Collect(line)
+	return nil
+}
+
+func fail(code int, err error) {
+	fmt.Fprintln(os.Stderr, "wordcount:", err)
+	os.Exit(code)
 }

@@ -204,6 +204,13 @@ func TestWordCountRejectsBadSettings(t *testing.T) {
 		{[]string{"--parallelism", "x"}, "parallelism"},
 		{[]string{"--input", filepath.Join(dir, "nope.txt")}, "nope.txt"},
 		{[]string{"--bogus"}, "bogus"},
+		{[]string{"--mode", "stream"}, "want batch or streaming"},
+		{[]string{"--mode", "streaming", "-D", "execution.runtime-mode=BATCH"}, "conflicts with execution.runtime-mode=BATCH"},
+		{[]string{"--rate", "-5"}, "--rate"},
+		{[]string{"--checkpoint-mode", "sometimes"}, "want exactly-once or at-least-once"},
+		{[]string{"--state-backend", "rocksdb"}, "want hashmap or pebble"},
+		{[]string{"--checkpoint-interval", "soon"}, "checkpoint-interval"},
+		{[]string{"--mode", "streaming", "--from-savepoint", filepath.Join(dir, "chk-404")}, "chk-404"},
 	}
 	for _, c := range cases {
 		out, err := exec.CommandContext(ctx, bin, c.args...).CombinedOutput()
