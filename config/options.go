@@ -82,7 +82,8 @@ var (
 // Task manager and network options.
 var (
 	NumTaskSlots = intOption("taskmanager.numberOfTaskSlots", 0, 0, math.MaxInt,
-		"Number of task slots of the local mini cluster. 0 provides as many as the job needs.")
+		"Number of task slots of the local mini cluster, or of a TaskManager process (weir taskmanager). "+
+			"0 provides as many as the job needs in the mini cluster, and 1 slot in a TaskManager process.")
 
 	BufferRecords = intOption("taskmanager.network.buffer-records", 1024, 1, math.MaxInt,
 		"Number of records per buffer of an in-process or network exchange. "+
@@ -98,6 +99,79 @@ var (
 
 	NetworkBufferSize = memoryOption("taskmanager.network.memory.buffer-size", 32<<10, 1,
 		"Size of a network frame of the TCP exchange.")
+)
+
+// Cluster options: the JobManager and TaskManager processes and their
+// control plane.
+var (
+	JobManagerRPCAddress = stringOption("jobmanager.rpc.address", "127.0.0.1",
+		"Host of the JobManager's RPC server, which TaskManagers dial together with jobmanager.rpc.port "+
+			"(weir taskmanager --jobmanager HOST:PORT overrides both).")
+
+	JobManagerRPCPort = intOption("jobmanager.rpc.port", 6123, 0, 65535,
+		"Port of the JobManager's RPC server. 0 picks a free port, which the JobManager prints.")
+
+	JobManagerBindHost = stringOption("jobmanager.bind-host", "127.0.0.1",
+		"Interface the JobManager's RPC server and REST API listen on. "+
+			"Any address other than a loopback one (0.0.0.0 listens on all interfaces) requires security.token.")
+
+	RESTAddress = stringOption("rest.address", "127.0.0.1",
+		"Host of the JobManager's REST API, which the weir command line dials together with rest.port.")
+
+	RESTPort = intOption("rest.port", 8081, 0, 65535,
+		"Port of the JobManager's REST API. 0 picks a free port, which the JobManager prints.")
+
+	TaskManagerBindHost = stringOption("taskmanager.bind-host", "127.0.0.1",
+		"Interface the TaskManager's RPC server listens on; the JobManager must be able to reach it. "+
+			"Any address other than a loopback one requires security.token.")
+
+	TaskManagerHost = stringOption("taskmanager.host", "",
+		"Host the TaskManager advertises to the JobManager, which dials it. "+
+			"Empty uses taskmanager.bind-host, or the host name when that is 0.0.0.0 or ::.")
+
+	TaskManagerRPCPort = intOption("taskmanager.rpc.port", 0, 0, 65535,
+		"Port of the TaskManager's RPC server. 0 picks a free port.")
+
+	TaskManagerResourceID = stringOption("taskmanager.resource-id", "",
+		"Identity of the TaskManager in the cluster. Empty derives it from its address and a random suffix.")
+
+	TaskManagerRegistrationTimeout = durationOption("taskmanager.registration.timeout", 5*time.Minute, false,
+		"How long a TaskManager keeps trying to register with the JobManager, at start and after it lost the "+
+			"JobManager, before it exits with an error.")
+
+	HeartbeatInterval = durationOption("heartbeat.interval", time.Second, false,
+		"Interval at which the JobManager sends heartbeats to each TaskManager. "+
+			"TaskManagers adopt the JobManager's value when they register.")
+
+	HeartbeatTimeout = durationOption("heartbeat.timeout", 5*time.Second, false,
+		"Time without an answered heartbeat after which the JobManager removes a TaskManager and its slots, "+
+			"and without a received heartbeat after which a TaskManager registers again. "+
+			"Must not be shorter than heartbeat.interval.")
+
+	RPCTimeout = durationOption("rpc.timeout", 10*time.Second, false,
+		"Deadline of control-plane RPCs other than heartbeats, whose deadline is heartbeat.interval.")
+)
+
+// Security options of the cluster.
+var (
+	SecurityToken = stringOption("security.token", "",
+		"Shared secret that every RPC and REST request must carry (as \"Authorization: Bearer TOKEN\"); "+
+			"TaskManagers and the weir command line send it. Required when the JobManager or a TaskManager "+
+			"listens on a non-loopback address. The WEIR_TOKEN environment variable and --token also set it, "+
+			"and keep it out of files.")
+
+	SSLEnabled = boolOption("security.ssl.enabled", false,
+		"Use TLS for the cluster's RPC and REST connections, both serving and dialing.")
+
+	SSLCert = stringOption("security.ssl.cert", "",
+		"PEM certificate (chain) that this process's RPC and REST servers present when security.ssl.enabled is true.")
+
+	SSLKey = stringOption("security.ssl.key", "",
+		"PEM private key of security.ssl.cert.")
+
+	SSLCA = stringOption("security.ssl.ca", "",
+		"PEM CA certificates that clients trust when they verify a server's certificate. "+
+			"Empty trusts the system's roots.")
 )
 
 // State and fault tolerance options.
@@ -242,6 +316,24 @@ var catalog = []catalogOption{
 	ExponentialMultiplier,
 	ExponentialResetThreshold,
 	ExponentialAttempts,
+	JobManagerRPCAddress,
+	JobManagerRPCPort,
+	JobManagerBindHost,
+	RESTAddress,
+	RESTPort,
+	TaskManagerBindHost,
+	TaskManagerHost,
+	TaskManagerRPCPort,
+	TaskManagerResourceID,
+	TaskManagerRegistrationTimeout,
+	HeartbeatInterval,
+	HeartbeatTimeout,
+	RPCTimeout,
+	SecurityToken,
+	SSLEnabled,
+	SSLCert,
+	SSLKey,
+	SSLCA,
 }
 
 var (

@@ -53,6 +53,10 @@ inspects such programs.`,
 	// Job commands; cluster commands (jobmanager, taskmanager) and job
 	// management (run, list, cancel, savepoint) will join them here.
 	root.AddCommand(
+		newJobManagerCommand(),
+		newTaskManagerCommand(),
+		newListCommand(),
+		newClusterCommand(),
 		newNexmarkCommand(),
 		newPlanCommand(),
 		newVersionCommand(),

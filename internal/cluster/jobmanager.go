@@ -1,0 +1,413 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/weirproject/weir/internal/cluster/rpcpb"
+)
+
+// JobManagerOptions configure a JobManager; [JobManagerOptionsFrom] reads
+// them from a configuration.
+type JobManagerOptions struct {
+	BindHost          string // interface of the RPC and REST servers
+	RPCPort           int    // 0 picks a free port
+	RESTPort          int    // 0 picks a free port
+	HeartbeatInterval time.Duration
+	HeartbeatTimeout  time.Duration
+	RPCTimeout        time.Duration // deadline of RPCs other than heartbeats
+	Security          Security
+	Logger            *slog.Logger // nil = slog.Default()
+}
+
+func (o *JobManagerOptions) validate() error {
+	switch {
+	case o.HeartbeatInterval < time.Millisecond:
+		return fmt.Errorf("heartbeat.interval must be at least 1 ms, got %v", o.HeartbeatInterval)
+	case o.HeartbeatTimeout < o.HeartbeatInterval:
+		return fmt.Errorf("heartbeat.timeout (%v) must not be shorter than heartbeat.interval (%v)", o.HeartbeatTimeout, o.HeartbeatInterval)
+	case o.RPCTimeout <= 0:
+		return fmt.Errorf("rpc.timeout must be positive, got %v", o.RPCTimeout)
+	}
+	return o.Security.checkBind("JobManager", o.BindHost)
+}
+
+// JobManager is the cluster's coordinator. This slice of it is the
+// resource manager: TaskManagers register their slots, the JobManager
+// heartbeats each of them and removes those that stop answering. It serves
+// the control plane on gRPC and the REST API on HTTP.
+type JobManager struct {
+	opts    JobManagerOptions
+	id      string
+	log     *slog.Logger
+	pool    *SlotPool
+	metrics *jmMetrics
+
+	rpcServer  *grpc.Server
+	rpcLn      net.Listener
+	restServer *http.Server
+	restLn     net.Listener
+	dialOpts   []grpc.DialOption
+
+	ctx    context.Context // cancelled by Close; parents the heartbeat loops
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	failed chan error // a server that stopped on its own
+
+	mu       sync.Mutex
+	monitors map[string]*monitor // by resource ID
+	closed   bool
+
+	closeOnce sync.Once
+}
+
+// monitor is the heartbeat loop of one TaskManager registration.
+type monitor struct {
+	regID  string
+	cancel context.CancelFunc
+}
+
+// StartJobManager listens on the RPC and REST ports and serves them until
+// Close. It refuses a non-loopback BindHost without a token.
+func StartJobManager(opts JobManagerOptions) (*JobManager, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	opts.Security.warnPlaintextToken(log, "JobManager", opts.BindHost)
+	serverOpts, err := opts.Security.serverOptions(log)
+	if err != nil {
+		return nil, err
+	}
+	dialOpts, err := opts.Security.dialOptions()
+	if err != nil {
+		return nil, err
+	}
+	restTLS := opts.Security.TLS.Enabled
+
+	jm := &JobManager{
+		opts:     opts,
+		id:       newID(),
+		log:      log.With("component", "jobmanager"),
+		pool:     NewSlotPool(),
+		dialOpts: append(dialOpts, grpc.WithConnectParams(fastReconnect)),
+		failed:   make(chan error, 2),
+		monitors: make(map[string]*monitor),
+	}
+	jm.metrics = newJMMetrics(jm.pool)
+	jm.ctx, jm.cancel = context.WithCancel(context.Background())
+
+	jm.rpcLn, err = net.Listen("tcp", net.JoinHostPort(opts.BindHost, strconv.Itoa(opts.RPCPort)))
+	if err != nil {
+		return nil, fmt.Errorf("RPC server: %w", err)
+	}
+	jm.restLn, err = net.Listen("tcp", net.JoinHostPort(opts.BindHost, strconv.Itoa(opts.RESTPort)))
+	if err != nil {
+		jm.rpcLn.Close()
+		return nil, fmt.Errorf("REST server: %w", err)
+	}
+	jm.rpcServer = grpc.NewServer(serverOpts...)
+	rpcpb.RegisterJobManagerServer(jm.rpcServer, &jmService{jm: jm})
+	jm.restServer = &http.Server{
+		Handler:           jm.restHandler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(jm.log.Handler(), slog.LevelWarn),
+	}
+	if restTLS {
+		cfg, err := opts.Security.TLS.serverConfig()
+		if err != nil {
+			jm.rpcLn.Close()
+			jm.restLn.Close()
+			return nil, err
+		}
+		jm.restServer.TLSConfig = cfg
+	}
+
+	jm.wg.Add(2)
+	go func() {
+		defer jm.wg.Done()
+		if err := jm.rpcServer.Serve(jm.rpcLn); err != nil {
+			jm.failed <- fmt.Errorf("jobmanager RPC server: %w", err)
+		}
+	}()
+	go func() {
+		defer jm.wg.Done()
+		var err error
+		if restTLS {
+			err = jm.restServer.ServeTLS(jm.restLn, "", "")
+		} else {
+			err = jm.restServer.Serve(jm.restLn)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			jm.failed <- fmt.Errorf("jobmanager REST server: %w", err)
+		}
+	}()
+	jm.log.Info("jobmanager started", "id", jm.id, "rpc", jm.RPCAddr(), "rest", jm.RESTURL(),
+		"heartbeat.interval", opts.HeartbeatInterval, "heartbeat.timeout", opts.HeartbeatTimeout,
+		"token", opts.Security.Token != "", "tls", opts.Security.TLS.Enabled)
+	return jm, nil
+}
+
+// fastReconnect replaces gRPC's default reconnection backoff, which grows
+// to two minutes: a peer that comes back (a restarted JobManager, a
+// TaskManager after a network blip) should be reached within seconds.
+var fastReconnect = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+	MinConnectTimeout: 5 * time.Second,
+}
+
+// RPCAddr returns the host:port of the RPC server.
+func (jm *JobManager) RPCAddr() string { return jm.rpcLn.Addr().String() }
+
+// RESTURL returns the base URL of the REST API.
+func (jm *JobManager) RESTURL() string {
+	scheme := "http"
+	if jm.opts.Security.TLS.Enabled {
+		scheme = "https"
+	}
+	return scheme + "://" + jm.restLn.Addr().String()
+}
+
+// Pool returns the JobManager's slot pool.
+func (jm *JobManager) Pool() *SlotPool { return jm.pool }
+
+// Wait blocks until ctx is done or a server fails, and returns the
+// failure. It does not stop the JobManager; call Close.
+func (jm *JobManager) Wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-jm.failed:
+		return err
+	}
+}
+
+// Close stops the servers and the heartbeat loops and waits for them.
+// RPCs in flight get a moment to finish.
+func (jm *JobManager) Close() error {
+	jm.closeOnce.Do(func() {
+		jm.mu.Lock()
+		jm.closed = true
+		jm.mu.Unlock()
+		jm.cancel()
+		stopped := make(chan struct{})
+		go func() {
+			jm.rpcServer.GracefulStop()
+			close(stopped)
+		}()
+		select {
+		case <-stopped:
+		case <-time.After(2 * time.Second):
+			jm.rpcServer.Stop()
+			<-stopped
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := jm.restServer.Shutdown(ctx); err != nil {
+			jm.restServer.Close()
+		}
+		cancel()
+		jm.wg.Wait()
+		jm.log.Info("jobmanager stopped")
+	})
+	return nil
+}
+
+// heartbeatDeadline bounds one heartbeat RPC: an answer later than the
+// next heartbeat is as good as none.
+func (jm *JobManager) heartbeatDeadline() time.Duration {
+	return min(jm.opts.HeartbeatInterval, jm.opts.HeartbeatTimeout)
+}
+
+// register admits a TaskManager whose first heartbeat has been answered
+// over conn, and starts heartbeating it. conn is closed when the
+// registration ends.
+func (jm *JobManager) register(reg Registration, conn *grpc.ClientConn) error {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	if jm.closed {
+		return status.Error(codes.Unavailable, "the jobmanager is shutting down")
+	}
+	if old, ok := jm.monitors[reg.ResourceID]; ok {
+		old.cancel()
+	}
+	replaced, lost := jm.pool.Register(reg, time.Now())
+	if replaced != nil {
+		jm.log.Info("taskmanager registered again; its earlier registration is dropped",
+			"taskmanager", reg.ResourceID, "address", reg.Address, "earlier_address", replaced.Address, "jobs_lost_slots", lost)
+	}
+	ctx, cancel := context.WithCancel(jm.ctx)
+	jm.monitors[reg.ResourceID] = &monitor{regID: reg.RegistrationID, cancel: cancel}
+	jm.wg.Add(1)
+	go jm.heartbeatLoop(ctx, reg, conn)
+	jm.log.Info("taskmanager registered", "taskmanager", reg.ResourceID, "address", reg.Address,
+		"slots", reg.Slots, "cpu_cores", reg.Hardware.CPUCores, "memory", reg.Hardware.PhysicalMemory)
+	return nil
+}
+
+// heartbeatLoop heartbeats one registration until it ends (the context is
+// cancelled) or the TaskManager answers none for the heartbeat timeout.
+func (jm *JobManager) heartbeatLoop(ctx context.Context, reg Registration, conn *grpc.ClientConn) {
+	defer jm.wg.Done()
+	defer conn.Close()
+	client := rpcpb.NewTaskManagerClient(conn)
+	req := &rpcpb.HeartbeatRequest{JobmanagerId: jm.id, RegistrationId: reg.RegistrationID}
+	ticker := time.NewTicker(jm.opts.HeartbeatInterval)
+	defer ticker.Stop()
+	var lastErr error
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		hctx, cancel := context.WithTimeout(ctx, jm.heartbeatDeadline())
+		_, err := client.Heartbeat(hctx, req)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		now := time.Now()
+		if err == nil {
+			jm.metrics.heartbeatsReceived.Inc()
+			jm.pool.HeartbeatReceived(reg.ResourceID, reg.RegistrationID, now)
+		} else {
+			jm.metrics.heartbeatsMissed.Inc()
+			lastErr = err
+			jm.log.Debug("heartbeat missed", "taskmanager", reg.ResourceID, "error", err)
+		}
+		if jm.pool.Expired(reg.ResourceID, reg.RegistrationID, now, jm.opts.HeartbeatTimeout) {
+			jm.lose(reg, lastErr)
+			return
+		}
+	}
+}
+
+// lose removes a registration whose heartbeats timed out.
+func (jm *JobManager) lose(reg Registration, lastErr error) {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	jm.dropMonitorLocked(reg)
+	info, lost, ok := jm.pool.Remove(reg.ResourceID, reg.RegistrationID)
+	if !ok {
+		return
+	}
+	jm.metrics.taskManagersLost.Inc()
+	jm.log.Warn("taskmanager lost: no heartbeat answered within heartbeat.timeout; its slots are removed",
+		"taskmanager", info.ResourceID, "address", info.Address, "slots", info.Slots,
+		"last_heartbeat", info.LastHeartbeat.Format(time.RFC3339Nano), "heartbeat.timeout", jm.opts.HeartbeatTimeout,
+		"last_error", errString(lastErr), "jobs_lost_slots", lost)
+}
+
+// unregister removes a registration at the TaskManager's request.
+func (jm *JobManager) unregister(id, regID string) {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	info, lost, ok := jm.pool.Remove(id, regID)
+	if !ok {
+		return
+	}
+	jm.dropMonitorLocked(info.Registration)
+	jm.log.Info("taskmanager unregistered", "taskmanager", id, "address", info.Address, "slots", info.Slots, "jobs_lost_slots", lost)
+}
+
+func (jm *JobManager) dropMonitorLocked(reg Registration) {
+	if m, ok := jm.monitors[reg.ResourceID]; ok && m.regID == reg.RegistrationID {
+		m.cancel()
+		delete(jm.monitors, reg.ResourceID)
+	}
+}
+
+// jmService implements the JobManager RPC service.
+type jmService struct {
+	rpcpb.UnimplementedJobManagerServer
+	jm *JobManager
+}
+
+func (s *jmService) RegisterTaskManager(ctx context.Context, req *rpcpb.RegisterTaskManagerRequest) (*rpcpb.RegisterTaskManagerResponse, error) {
+	jm := s.jm
+	switch {
+	case req.GetResourceId() == "" || req.GetRegistrationId() == "":
+		return nil, status.Error(codes.InvalidArgument, "registration needs a resource ID and a registration ID")
+	case req.GetSlots() < 1:
+		return nil, status.Errorf(codes.InvalidArgument, "taskmanager %s offers %d slots; it needs at least 1", req.GetResourceId(), req.GetSlots())
+	}
+	if _, _, err := net.SplitHostPort(req.GetAddress()); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "taskmanager %s: address %q is not host:port", req.GetResourceId(), req.GetAddress())
+	}
+	conn, err := grpc.NewClient(req.GetAddress(), jm.dialOpts...)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "taskmanager %s: address %q: %v", req.GetResourceId(), req.GetAddress(), err)
+	}
+	// The first heartbeat proves that the JobManager can reach the address
+	// the TaskManager advertised, before any slot of it is counted.
+	hctx, cancel := context.WithTimeout(ctx, jm.heartbeatDeadline())
+	_, err = rpcpb.NewTaskManagerClient(conn).Heartbeat(hctx, &rpcpb.HeartbeatRequest{
+		JobmanagerId: jm.id, RegistrationId: req.GetRegistrationId(),
+	})
+	cancel()
+	if err != nil {
+		conn.Close()
+		jm.log.Warn("refused a taskmanager the jobmanager cannot reach", "taskmanager", req.GetResourceId(), "address", req.GetAddress(), "error", err)
+		return nil, status.Errorf(codes.FailedPrecondition,
+			"the jobmanager cannot reach taskmanager %s at %s: %v (set taskmanager.host to an address the jobmanager can reach)",
+			req.GetResourceId(), req.GetAddress(), status.Convert(err).Message())
+	}
+	reg := Registration{
+		ResourceID:     req.GetResourceId(),
+		RegistrationID: req.GetRegistrationId(),
+		Address:        req.GetAddress(),
+		Slots:          int(req.GetSlots()),
+		Hardware: Hardware{
+			CPUCores:       int(req.GetHardware().GetCpuCores()),
+			PhysicalMemory: req.GetHardware().GetPhysicalMemoryBytes(),
+		},
+	}
+	if err := jm.register(reg, conn); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return &rpcpb.RegisterTaskManagerResponse{
+		JobmanagerId:        jm.id,
+		HeartbeatIntervalMs: jm.opts.HeartbeatInterval.Milliseconds(),
+		HeartbeatTimeoutMs:  jm.opts.HeartbeatTimeout.Milliseconds(),
+	}, nil
+}
+
+func (s *jmService) UnregisterTaskManager(ctx context.Context, req *rpcpb.UnregisterTaskManagerRequest) (*rpcpb.UnregisterTaskManagerResponse, error) {
+	s.jm.unregister(req.GetResourceId(), req.GetRegistrationId())
+	return &rpcpb.UnregisterTaskManagerResponse{}, nil
+}
+
+// newID returns 16 random hex digits.
+func newID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

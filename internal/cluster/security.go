@@ -1,0 +1,199 @@
+package cluster
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+)
+
+// Security holds what both ends of the control plane need to trust each
+// other: a shared bearer token and, optionally, TLS. The same settings
+// serve the RPC servers, the REST API and their clients.
+type Security struct {
+	// Token, when set, must accompany every RPC (gRPC metadata
+	// "authorization: Bearer TOKEN") and REST request (the Authorization
+	// header); clients send it.
+	Token string
+	// TLS turns on TLS for RPC and REST when Cert and Key are set (servers)
+	// or Enabled is set (clients, which verify the server against CA, or
+	// the system's roots when CA is empty).
+	TLS TLSFiles
+}
+
+// TLSFiles names PEM files.
+type TLSFiles struct {
+	Enabled bool
+	Cert    string // certificate chain of this process's servers
+	Key     string // its private key
+	CA      string // CA certificates that clients trust; empty = system roots
+}
+
+// checkBind refuses to serve an address other hosts can reach without a
+// token: the control plane can run code on every TaskManager once job
+// submission exists, so an open one is a remote-execution hole.
+func (s Security) checkBind(role, host string) error {
+	if s.Token != "" || isLoopback(host) {
+		return nil
+	}
+	shown := host
+	if shown == "" {
+		shown = "all interfaces"
+	}
+	return fmt.Errorf("refusing to listen on %s: a %s reachable from other hosts needs a token; "+
+		"set security.token (or --token, or the WEIR_TOKEN environment variable), "+
+		"or bind to 127.0.0.1", shown, role)
+}
+
+// isLoopback reports whether host (an IP literal or a name) denotes the
+// loopback interface only. Names other than "localhost" count as
+// non-loopback: what they resolve to can change.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// warnPlaintextToken logs when a token will cross a network in clear text.
+func (s Security) warnPlaintextToken(log *slog.Logger, role, host string) {
+	if s.Token != "" && !s.TLS.Enabled && !isLoopback(host) {
+		log.Warn("the token travels unencrypted; enable security.ssl.enabled to protect it", "role", role, "bind", host)
+	}
+}
+
+func (f TLSFiles) serverConfig() (*tls.Config, error) {
+	if f.Cert == "" || f.Key == "" {
+		return nil, errors.New("security.ssl.enabled is true but security.ssl.cert and security.ssl.key are not both set")
+	}
+	cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+	if err != nil {
+		return nil, fmt.Errorf("TLS certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+func (f TLSFiles) clientConfig() (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if f.CA != "" {
+		pem, err := os.ReadFile(f.CA)
+		if err != nil {
+			return nil, fmt.Errorf("TLS CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("TLS CA: no PEM certificate in %s", f.CA)
+		}
+		cfg.RootCAs = pool
+	}
+	return cfg, nil
+}
+
+// serverOptions returns the gRPC server options that enforce s.
+func (s Security) serverOptions(log *slog.Logger) ([]grpc.ServerOption, error) {
+	var opts []grpc.ServerOption
+	if s.TLS.Enabled {
+		cfg, err := s.TLS.serverConfig()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg)))
+	}
+	if s.Token != "" {
+		check := func(ctx context.Context, method string) error {
+			if validBearer(metadata.ValueFromIncomingContext(ctx, "authorization"), s.Token) {
+				return nil
+			}
+			from := "unknown"
+			if p, ok := peer.FromContext(ctx); ok {
+				from = p.Addr.String()
+			}
+			log.Warn("rejected an RPC without a valid token", "method", method, "peer", from)
+			return status.Error(codes.Unauthenticated, "missing or invalid token: set security.token to the cluster's token")
+		}
+		opts = append(opts,
+			grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				if err := check(ctx, info.FullMethod); err != nil {
+					return nil, err
+				}
+				return h(ctx, req)
+			}),
+			grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+				if err := check(ss.Context(), info.FullMethod); err != nil {
+					return err
+				}
+				return h(srv, ss)
+			}))
+	}
+	return opts, nil
+}
+
+// dialOptions returns the gRPC client options that satisfy s.
+func (s Security) dialOptions() ([]grpc.DialOption, error) {
+	var opts []grpc.DialOption
+	if s.TLS.Enabled {
+		cfg, err := s.TLS.clientConfig()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+	} else {
+		opts = append(opts, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	}
+	if s.Token != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(bearer(s.Token)))
+	}
+	return opts, nil
+}
+
+func validBearer(values []string, token string) bool {
+	for _, v := range values {
+		if t, ok := strings.CutPrefix(v, "Bearer "); ok && subtle.ConstantTimeCompare([]byte(t), []byte(token)) == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// bearer sends the token with every RPC. It does not insist on TLS: on a
+// trusted network a token without TLS is the operator's choice, which
+// warnPlaintextToken makes visible.
+type bearer string
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+
+func (b bearer) RequireTransportSecurity() bool { return false }
+
+// requireToken wraps h so that requests without the token get 401.
+func requireToken(token string, log *slog.Logger, h http.Handler) http.Handler {
+	if token == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !validBearer(r.Header.Values("Authorization"), token) {
+			log.Warn("rejected a REST request without a valid token", "path", r.URL.Path, "peer", r.RemoteAddr)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="weir"`)
+			writeError(w, http.StatusUnauthorized, "missing or invalid bearer token: send \"Authorization: Bearer TOKEN\" with the cluster's security.token")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}

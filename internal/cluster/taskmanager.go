@@ -1,0 +1,288 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/weirproject/weir/internal/cluster/rpcpb"
+)
+
+// TaskManagerOptions configure a TaskManager; [TaskManagerOptionsFrom]
+// reads them from a configuration.
+type TaskManagerOptions struct {
+	JobManagerAddress string // host:port of the JobManager's RPC server
+	ResourceID        string // "" = derived from the address and a random suffix
+	Slots             int
+	BindHost          string // interface of the TaskManager's RPC server
+	Host              string // address the JobManager dials; "" = BindHost, or the host name when BindHost is a wildcard
+	RPCPort           int    // 0 picks a free port
+	// RegistrationTimeout bounds how long the TaskManager keeps trying to
+	// register, at start and after it lost the JobManager, before it gives
+	// up with an error.
+	RegistrationTimeout time.Duration
+	RPCTimeout          time.Duration
+	Security            Security
+	Hardware            *Hardware    // nil = detect
+	Logger              *slog.Logger // nil = slog.Default()
+}
+
+// TaskManager offers slots to a JobManager. This slice of it registers,
+// answers heartbeats, and registers again when the JobManager's heartbeats
+// stop.
+type TaskManager struct {
+	opts   TaskManagerOptions
+	log    *slog.Logger
+	addr   string // advertised host:port
+	ln     net.Listener
+	server *grpc.Server
+	conn   *grpc.ClientConn
+	jm     rpcpb.JobManagerClient
+	hw     Hardware
+
+	mu            sync.Mutex
+	regID         string    // current registration; heartbeats must carry it
+	jmID          string    // JobManager that accepted it
+	lastHeartbeat time.Time // from the JobManager
+	hbInterval    time.Duration
+	hbTimeout     time.Duration
+}
+
+// NewTaskManager listens on the TaskManager's RPC port. Call Run to
+// register and serve; Run releases what NewTaskManager acquired.
+func NewTaskManager(opts TaskManagerOptions) (*TaskManager, error) {
+	switch {
+	case opts.JobManagerAddress == "":
+		return nil, errors.New("no jobmanager address (--jobmanager or jobmanager.rpc.address)")
+	case opts.Slots < 1:
+		return nil, fmt.Errorf("%d slots; a taskmanager needs at least 1", opts.Slots)
+	case opts.RegistrationTimeout <= 0 || opts.RPCTimeout <= 0:
+		return nil, errors.New("taskmanager.registration.timeout and rpc.timeout must be positive")
+	}
+	if _, _, err := net.SplitHostPort(opts.JobManagerAddress); err != nil {
+		return nil, fmt.Errorf("jobmanager address %q: want HOST:PORT", opts.JobManagerAddress)
+	}
+	if err := opts.Security.checkBind("TaskManager", opts.BindHost); err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	opts.Security.warnPlaintextToken(log, "TaskManager", opts.BindHost)
+	serverOpts, err := opts.Security.serverOptions(log)
+	if err != nil {
+		return nil, err
+	}
+	dialOpts, err := opts.Security.dialOptions()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(opts.BindHost, strconv.Itoa(opts.RPCPort)))
+	if err != nil {
+		return nil, fmt.Errorf("RPC server: %w", err)
+	}
+	conn, err := grpc.NewClient(opts.JobManagerAddress, append(dialOpts, grpc.WithConnectParams(fastReconnect))...)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("jobmanager address %q: %w", opts.JobManagerAddress, err)
+	}
+	tm := &TaskManager{opts: opts, ln: ln, conn: conn, jm: rpcpb.NewJobManagerClient(conn)}
+	tm.addr = net.JoinHostPort(advertisedHost(opts), strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	if tm.opts.ResourceID == "" {
+		tm.opts.ResourceID = tm.addr + "-" + newID()[:6]
+	}
+	if opts.Hardware != nil {
+		tm.hw = *opts.Hardware
+	} else {
+		tm.hw = detectHardware()
+	}
+	tm.log = log.With("component", "taskmanager", "taskmanager", tm.opts.ResourceID)
+	tm.server = grpc.NewServer(serverOpts...)
+	rpcpb.RegisterTaskManagerServer(tm.server, &tmService{tm: tm})
+	return tm, nil
+}
+
+func advertisedHost(o TaskManagerOptions) string {
+	if o.Host != "" {
+		return o.Host
+	}
+	if ip := net.ParseIP(o.BindHost); o.BindHost != "" && (ip == nil || !ip.IsUnspecified()) {
+		return o.BindHost
+	}
+	if h, err := os.Hostname(); err == nil {
+		return h
+	}
+	return "localhost"
+}
+
+// Address returns the host:port the TaskManager advertises to the
+// JobManager.
+func (tm *TaskManager) Address() string { return tm.addr }
+
+// ResourceID returns the TaskManager's identity.
+func (tm *TaskManager) ResourceID() string { return tm.opts.ResourceID }
+
+// Run registers with the JobManager and serves it until ctx is done, then
+// unregisters and returns nil. It returns an error when the TaskManager
+// cannot register within the registration timeout, at start or after it
+// lost the JobManager, or when the JobManager refuses it for good (a wrong
+// token). Run may be called once.
+func (tm *TaskManager) Run(ctx context.Context) error {
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := tm.server.Serve(tm.ln); err != nil {
+			tm.log.Error("taskmanager RPC server failed", "error", err)
+		}
+	}()
+	defer func() {
+		tm.server.Stop()
+		<-served
+		tm.conn.Close()
+	}()
+	tm.log.Info("taskmanager started", "rpc", tm.addr, "slots", tm.opts.Slots, "jobmanager", tm.opts.JobManagerAddress)
+
+	if err := tm.register(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	for {
+		tm.mu.Lock()
+		interval, timeout, last := tm.hbInterval, tm.hbTimeout, tm.lastHeartbeat
+		tm.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			tm.unregister()
+			return nil
+		case <-time.After(interval):
+		}
+		since := time.Since(last)
+		if since <= timeout {
+			continue
+		}
+		tm.log.Warn("jobmanager lost: no heartbeat within heartbeat.timeout; registering again",
+			"jobmanager", tm.opts.JobManagerAddress, "since_last_heartbeat", since.Round(time.Millisecond), "heartbeat.timeout", timeout)
+		if err := tm.register(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// register registers under a fresh registration ID, retrying with backoff
+// until it succeeds, the registration timeout passes, or the JobManager
+// refuses for a reason that retrying cannot fix.
+func (tm *TaskManager) register(ctx context.Context) error {
+	regID := newID()
+	tm.mu.Lock()
+	tm.regID = regID
+	tm.mu.Unlock()
+	req := &rpcpb.RegisterTaskManagerRequest{
+		ResourceId:     tm.opts.ResourceID,
+		RegistrationId: regID,
+		Address:        tm.addr,
+		Slots:          int32(tm.opts.Slots),
+		Hardware:       &rpcpb.Hardware{CpuCores: int32(tm.hw.CPUCores), PhysicalMemoryBytes: tm.hw.PhysicalMemory},
+	}
+	addr, limit := tm.opts.JobManagerAddress, tm.opts.RegistrationTimeout
+	deadline := time.Now().Add(limit)
+	delay := 100 * time.Millisecond
+	var cause string // the most telling failure: a refused connection says more than a deadline
+	for attempt := 1; ; attempt++ {
+		cctx, cancel := context.WithDeadline(ctx, minTime(deadline, time.Now().Add(tm.opts.RPCTimeout)))
+		resp, err := tm.jm.RegisterTaskManager(cctx, req)
+		cancel()
+		if err == nil {
+			tm.mu.Lock()
+			tm.jmID = resp.GetJobmanagerId()
+			tm.hbInterval = max(time.Duration(resp.GetHeartbeatIntervalMs())*time.Millisecond, time.Millisecond)
+			tm.hbTimeout = max(time.Duration(resp.GetHeartbeatTimeoutMs())*time.Millisecond, tm.hbInterval)
+			tm.lastHeartbeat = time.Now()
+			tm.mu.Unlock()
+			tm.log.Info("registered with the jobmanager", "jobmanager", addr, "jobmanager_id", resp.GetJobmanagerId(),
+				"attempts", attempt, "heartbeat.interval", tm.hbInterval, "heartbeat.timeout", tm.hbTimeout)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		st := status.Convert(err)
+		switch st.Code() {
+		case codes.Unauthenticated, codes.PermissionDenied, codes.InvalidArgument, codes.Unimplemented:
+			return fmt.Errorf("the jobmanager at %s refused the registration: %s: %s", addr, st.Code(), st.Message())
+		}
+		if st.Code() != codes.DeadlineExceeded || cause == "" {
+			cause = st.Message()
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("cannot register with the jobmanager at %s within %v (taskmanager.registration.timeout): %s",
+				addr, limit, cause)
+		}
+		tm.log.Warn("registration with the jobmanager failed; retrying", "jobmanager", addr, "attempt", attempt,
+			"error", st.Message(), "gives_up_in", left.Round(time.Millisecond))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(delay, left)):
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// unregister tells the JobManager that this TaskManager is going away.
+// Failing is harmless: the JobManager then drops it on its heartbeat timeout.
+func (tm *TaskManager) unregister() {
+	tm.mu.Lock()
+	regID := tm.regID
+	tm.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), min(tm.opts.RPCTimeout, 2*time.Second))
+	defer cancel()
+	_, err := tm.jm.UnregisterTaskManager(ctx, &rpcpb.UnregisterTaskManagerRequest{
+		ResourceId: tm.opts.ResourceID, RegistrationId: regID,
+	})
+	if err != nil {
+		tm.log.Warn("could not unregister from the jobmanager", "jobmanager", tm.opts.JobManagerAddress, "error", err)
+		return
+	}
+	tm.log.Info("unregistered from the jobmanager", "jobmanager", tm.opts.JobManagerAddress)
+}
+
+// tmService implements the TaskManager RPC service.
+type tmService struct {
+	rpcpb.UnimplementedTaskManagerServer
+	tm *TaskManager
+}
+
+func (s *tmService) Heartbeat(ctx context.Context, req *rpcpb.HeartbeatRequest) (*rpcpb.HeartbeatResponse, error) {
+	tm := s.tm
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	if req.GetRegistrationId() != tm.regID {
+		return nil, status.Errorf(codes.FailedPrecondition, "taskmanager %s has no registration %s", tm.opts.ResourceID, req.GetRegistrationId())
+	}
+	tm.lastHeartbeat = time.Now()
+	return &rpcpb.HeartbeatResponse{}, nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
