@@ -200,30 +200,30 @@ func closingOrder(a, b Q9Result) int {
 // of Q4 and Q6 then do not depend on how the winners of parallel subtasks
 // interleave.
 type closed struct {
-	pending state.ListState[Q9Result]
+	// pending holds the winners by their auction's expiry: a timer at
+	// each expiry takes exactly its entry, so closing an auction costs
+	// one lookup however many auctions are open.
+	pending state.MapState[int64, []Q9Result]
+}
+
+func (c *closed) open(ctx *stream.KeyedContext[int64]) {
+	c.pending = state.Map[int64, []Q9Result](ctx.State(), "pending-winners")
 }
 
 func (c *closed) add(r Q9Result, ctx *stream.KeyedContext[int64]) {
-	c.pending.Add(r)
+	rs, _ := c.pending.Get(r.Auction.Expires)
+	c.pending.Put(r.Auction.Expires, append(slices.Clip(rs), r))
 	ctx.RegisterEventTimeTimer(r.Auction.Expires)
 }
 
 // ready removes and returns, in closing order, the winners whose auction
-// expired at or before ts.
+// expired at ts (the timer of each expiry fires once, in order).
 func (c *closed) ready(ts int64) []Q9Result {
-	var ready, keep []Q9Result
-	for _, r := range c.pending.Get() {
-		if r.Auction.Expires <= ts {
-			ready = append(ready, r)
-		} else {
-			keep = append(keep, r)
-		}
+	ready, ok := c.pending.Get(ts)
+	if !ok {
+		return nil
 	}
-	if len(keep) == 0 {
-		c.pending.Clear()
-	} else {
-		c.pending.Update(keep)
-	}
+	c.pending.Remove(ts)
 	slices.SortFunc(ready, closingOrder)
 	return ready
 }
@@ -250,7 +250,7 @@ type q4Average struct {
 }
 
 func (q *q4Average) Open(ctx *stream.KeyedContext[int64]) error {
-	q.pending = state.List[Q9Result](ctx.State(), "pending-winners")
+	q.open(ctx)
 	q.sum = state.Value[int64](ctx.State(), "sum", 0)
 	q.count = state.Value[int64](ctx.State(), "count", 0)
 	return nil
@@ -307,7 +307,7 @@ type q6Average struct {
 }
 
 func (q *q6Average) Open(ctx *stream.KeyedContext[int64]) error {
-	q.pending = state.List[Q9Result](ctx.State(), "pending-winners")
+	q.open(ctx)
 	q.prices = state.List[int64](ctx.State(), "last-prices")
 	return nil
 }
