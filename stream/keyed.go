@@ -3,9 +3,7 @@ package stream
 import (
 	"cmp"
 	"context"
-	"fmt"
 
-	"github.com/weirproject/weir/codec"
 	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/internal/graph"
 	"github.com/weirproject/weir/internal/runtime"
@@ -70,7 +68,7 @@ func (ks *KeyedStream[K, T]) reduceInPlace(update func(acc, v *T)) *Stream[T] {
 				return nil, err
 			}
 			op := &backendReduceOp[K, T]{oc: oc, key: ks.key, hash: ks.hasher, update: update, out: out, backend: backend}
-			op.results = state.Value[T](backend, "reduce", *new(T))
+			op.results = state.Value[T](backend, reduceStateName, *new(T))
 			oc.Register(op)
 			return op, nil
 		}
@@ -136,6 +134,10 @@ func (r *backendReduceOp[K, T]) RestoreState(data []byte) error {
 	return r.backend.Restore(data, runtime.KeyFilter(r.oc, r.hash))
 }
 
+// reduceStateName is the value state of Reduce's results, in either
+// backend's snapshots.
+const reduceStateName = "reduce"
+
 // reduceOp keeps the running result per key on the heap: a map from the
 // Go key itself to a slot in a dense slice of results, so that an update
 // hashes once and results stay contiguous.
@@ -188,62 +190,26 @@ func (r *reduceOp[K, T]) Close() error { return nil }
 
 // SnapshotState encodes every key's result.
 func (r *reduceOp[K, T]) SnapshotState(int64) ([]byte, error) {
-	kc, vc, err := reduceCodecs[K, T]()
-	if err != nil {
-		return nil, err
-	}
-	buf := codec.Uint64.Append(nil, uint64(len(r.results)))
-	for k, i := range r.index {
-		buf = kc.Append(buf, k)
-		buf = vc.Append(buf, r.results[i])
-	}
-	return buf, nil
+	return state.ValueSnapshot(reduceStateName, func(yield func(K, T) bool) {
+		for k, i := range r.index {
+			if !yield(k, r.results[i]) {
+				return
+			}
+		}
+	})
 }
 
-// RestoreState loads the results of a checkpoint; after a rescale it is
-// called with every old subtask's piece and keeps the keys of this
-// subtask's key groups.
+// RestoreState loads results written by either backend, keeping this
+// subtask's key groups after a rescale.
 func (r *reduceOp[K, T]) RestoreState(data []byte) error {
-	keep := runtime.KeyFilter(r.oc, r.hash)
-	kc, vc, err := reduceCodecs[K, T]()
-	if err != nil {
-		return err
-	}
-	n, used, err := codec.Uint64.Decode(data)
-	if err != nil {
-		return err
-	}
-	data = data[used:]
-	for i := uint64(0); i < n; i++ {
-		k, m, err := kc.Decode(data)
-		if err != nil {
-			return err
-		}
-		data = data[m:]
-		v, m, err := vc.Decode(data)
-		if err != nil {
-			return err
-		}
-		data = data[m:]
-		if keep != nil && !keep(k) {
-			continue
+	return state.RestoreValues(data, reduceStateName, r.oc.RestoreFiles(), runtime.KeyFilter(r.oc, r.hash), func(k K, v T) {
+		if i, ok := r.index[k]; ok {
+			r.results[i] = v
+			return
 		}
 		r.index[k] = int32(len(r.results))
 		r.results = append(r.results, v)
-	}
-	return nil
-}
-
-func reduceCodecs[K, T any]() (codec.Codec[K], codec.Codec[T], error) {
-	kc, err := codec.For[K]()
-	if err != nil {
-		return nil, nil, fmt.Errorf("reduce state key: %w", err)
-	}
-	vc, err := codec.For[T]()
-	if err != nil {
-		return nil, nil, fmt.Errorf("reduce state value: %w", err)
-	}
-	return kc, vc, nil
+	})
 }
 
 // Number is what Sum adds.
