@@ -268,6 +268,7 @@ func TestCatalog(t *testing.T) {
 		"io.tmp.dirs":                                                      "",
 		"state.storage.fs.memory-threshold":                                "20 kb",
 		"state.backend.incremental":                                        "true",
+		"state.backend.pebble.block-cache-size":                            "32 mb",
 		"execution.checkpointing.min-pause":                                "0 ms",
 		"execution.checkpointing.max-concurrent-checkpoints":               "1",
 		"execution.checkpointing.tolerable-failed-checkpoints":             "-1",

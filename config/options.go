@@ -226,6 +226,10 @@ var (
 			"earlier checkpoint uploaded, into <dir>/<job-id>/shared/. false uploads all of them into each "+
 			"checkpoint's own directory (full checkpoints). Savepoints are always full and self-contained.")
 
+	PebbleBlockCacheSize = memoryOption("state.backend.pebble.block-cache-size", 32<<20, 1<<20,
+		"Block cache of each pebble store (one per keyed operator subtask): the SST blocks, index and filter "+
+			"blocks read most recently. Too small a cache makes state reads go to the file system.")
+
 	TmpDirs = stringOption("io.tmp.dirs", "",
 		"Local directory for the working files of operators, such as the pebble state backend's stores. "+
 			"Empty uses the system's temporary directory.")
@@ -303,6 +307,7 @@ var catalog = []catalogOption{
 	CheckpointsDir,
 	StateFileThreshold,
 	IncrementalCheckpoints,
+	PebbleBlockCacheSize,
 	TmpDirs,
 	JobManagerStorageMaxSize,
 	RestartStrategy,

@@ -268,7 +268,7 @@ func openAside[K comparable](dir string, snap *incrementalSnapshot) (*pebbleStor
 	if err != nil {
 		return nil, err
 	}
-	db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Logger: quietLogger{}})
+	db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Logger: quietLogger{}, Merger: listMerger})
 	if err != nil {
 		return nil, fmt.Errorf("state: open restored store: %w", err)
 	}

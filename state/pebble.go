@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 
 	"github.com/weirproject/weir/codec"
 )
@@ -26,7 +27,7 @@ type PebbleOptions[K comparable] struct {
 	// be the job's key-group function so that the store's key-group ranges
 	// are the subtask's. Nil puts every key in key group 0.
 	KeyGroup func(K) int
-	// CacheSize is the block cache size in bytes (default 8 MiB).
+	// CacheSize is the block cache size in bytes (default 32 MiB).
 	CacheSize int64
 	// MemTableSize is the memtable size in bytes (default 4 MiB).
 	MemTableSize uint64
@@ -59,7 +60,7 @@ func NewPebbleBackendWithOptions[K comparable](o PebbleOptions[K]) (*Backend[K],
 		return nil, fmt.Errorf("state: %w", err)
 	}
 	if o.CacheSize <= 0 {
-		o.CacheSize = 8 << 20
+		o.CacheSize = 32 << 20
 	}
 	cache := pebble.NewCache(o.CacheSize)
 	defer cache.Unref()
@@ -68,7 +69,12 @@ func NewPebbleBackendWithOptions[K comparable](o PebbleOptions[K]) (*Backend[K],
 		MemTableSize: o.MemTableSize,
 		DisableWAL:   true, // durability comes from checkpoints
 		Logger:       quietLogger{},
+		Merger:       listMerger,
 	}
+	// State access is mostly point lookups of keys that may not exist (a
+	// new key's first record): Bloom filters answer those without
+	// reading a block, on every level (later levels inherit L0's).
+	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		os.RemoveAll(dir)

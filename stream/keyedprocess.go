@@ -152,7 +152,12 @@ func newStateBackend[K comparable](oc *runtime.OperatorContext, hash runtime.Key
 		dir = os.TempDir()
 	}
 	maxP := oc.Info.MaxParallelism
-	b, err := state.NewPebbleBackend[K](dir, maxP, func(k K) int { return runtime.KeyGroupFor(hash(k), maxP) })
+	b, err := state.NewPebbleBackendWithOptions(state.PebbleOptions[K]{
+		Dir:            dir,
+		MaxParallelism: maxP,
+		KeyGroup:       func(k K) int { return runtime.KeyGroupFor(hash(k), maxP) },
+		CacheSize:      config.PebbleBlockCacheSize.Get(oc.Config),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("pebble state backend in %s: %w", dir, err)
 	}

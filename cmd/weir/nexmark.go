@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +38,7 @@ type nexmarkOptions struct {
 	defines     []string
 	output      string
 	loopOutput  string
+	cpuProfile  string
 }
 
 func newNexmarkCommand() *cobra.Command {
@@ -78,6 +80,7 @@ memory first, so that the timing leaves the generator out.`,
 	f.StringVar(&opts.backend, "state-backend", "hashmap", "keyed state backend: hashmap or pebble (state.backend.type)")
 	f.DurationVar(&opts.checkpoint, "checkpoint-interval", 0, "take checkpoints at this interval (execution.checkpointing.interval); 0 takes none")
 	f.StringArrayVarP(&opts.defines, "define", "D", nil, "set a configuration option, key=value (repeatable)")
+	f.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the engine's run to `file` (for go tool pprof)")
 	f.StringVar(&opts.output, "output", "", "also write the engine's results as JSON lines to `file`")
 	f.StringVar(&opts.loopOutput, "baseline-output", "", "write the baseline loop's results as JSON lines to `file` (implies --baseline)")
 	cmd.AddCommand(newNexmarkGenerateCommand())
@@ -218,10 +221,23 @@ func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
 		count = func(s *stream.Stream[nexmark.Event]) func() int64 { return q.AttachOutput(s, parts) }
 	}
 	results := count(src)
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("nexmark: --cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("nexmark: --cpuprofile: %w", err)
+		}
+	}
 	eng, err := measure(func() (int64, error) {
 		err := env.Execute(ctx, "nexmark-"+q.Name)
 		return results(), err
 	})
+	if o.cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	if err != nil {
 		return fmt.Errorf("nexmark %s: %w", q.Name, err)
 	}
