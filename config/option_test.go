@@ -270,6 +270,8 @@ func TestCatalog(t *testing.T) {
 		"state.backend.incremental":                                        "true",
 		"state.backend.pebble.block-cache-size":                            "32 mb",
 		"execution.checkpointing.min-pause":                                "0 ms",
+		"execution.checkpointing.unaligned.enabled":                        "false",
+		"execution.checkpointing.aligned-checkpoint-timeout":               "0 ms",
 		"execution.checkpointing.max-concurrent-checkpoints":               "1",
 		"execution.checkpointing.tolerable-failed-checkpoints":             "-1",
 		"execution.checkpointing.externalized-checkpoint-retention":        "DELETE_ON_CANCELLATION",

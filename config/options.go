@@ -197,6 +197,17 @@ var (
 		"Least time between the end of one checkpoint and the start of the next, so that a job "+
 			"whose checkpoints are slow still makes progress between them.")
 
+	UnalignedCheckpoints = boolOption("execution.checkpointing.unaligned.enabled", false,
+		"In EXACTLY_ONCE mode, let checkpoint barriers overtake the records in flight: a task snapshots as soon as "+
+			"the first barrier of a checkpoint reaches it and stores the records still in flight on its input channels "+
+			"with the checkpoint, so that checkpoints complete quickly under backpressure. They are larger, and a job "+
+			"restored from one cannot change the parallelism of tasks with in-flight records. Savepoints are always aligned.")
+
+	AlignedCheckpointTimeout = durationOption("execution.checkpointing.aligned-checkpoint-timeout", 0, false,
+		"Only with execution.checkpointing.unaligned.enabled: 0 makes every checkpoint unaligned from the start; "+
+			"a positive duration starts checkpoints aligned, and a task whose alignment has lasted longer switches "+
+			"that checkpoint to unaligned.")
+
 	CheckpointMaxConcurrent = intOption("execution.checkpointing.max-concurrent-checkpoints", 1, 1, 1,
 		"Checkpoints in flight at once. Only 1 is supported.")
 
@@ -300,6 +311,8 @@ var catalog = []catalogOption{
 	CheckpointMode,
 	CheckpointTimeout,
 	CheckpointMinPause,
+	UnalignedCheckpoints,
+	AlignedCheckpointTimeout,
 	CheckpointMaxConcurrent,
 	TolerableCheckpointFailures,
 	ExternalizedRetention,

@@ -88,6 +88,8 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 	}
 	serialize := config.ForceSerialization.Get(cfg)
 	exactlyOnce := config.CheckpointMode.Get(cfg) == config.CheckpointModeExactlyOnce
+	unaligned := exactlyOnce && config.UnalignedCheckpoints.Get(cfg)
+	alignedTimeout := config.AlignedCheckpointTimeout.Get(cfg)
 	a := &attempt{number: number, acks: make(chan checkpointAck, 64)}
 
 	// Input gates: one per consumer subtask and logical input; channels are
@@ -112,7 +114,9 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 					continue
 				}
 				types := chans[0].Result.Edge.StreamEdge.Type.(TypeOps)
-				gates[gateKey{v.JobVertex.ID, j, input}] = types.NewGate(len(chans), gateCfg)
+				g := types.NewGate(len(chans), gateCfg)
+				g.(interface{ useTypes(TypeOps) }).useTypes(types)
+				gates[gateKey{v.JobVertex.ID, j, input}] = g
 				for idx, part := range chans {
 					channelIndex[channelKey{part.Result, part.PartitionNumber, j}] = idx
 				}
@@ -154,6 +158,8 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 				bufferTimeout: bufferTimeout,
 				serialize:     serialize,
 				exactlyOnce:   exactlyOnce,
+				unaligned:     unaligned,
+				alignTimeout:  alignedTimeout,
 				isSource:      headNode.Ops.(*NodeOps).Splits != nil,
 				mailbox:       make(chan func(), 16),
 				done:          make(chan struct{}),

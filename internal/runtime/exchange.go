@@ -34,6 +34,28 @@ type InputGate[T any] struct {
 	// maxBuffered records the high-water mark of buffered, for tests and
 	// metrics.
 	maxBuffered atomic.Int64
+	// priority carries the barriers of unaligned checkpoints: they take
+	// no credit and are read before the queued buffers, which they
+	// overtake.
+	priority chan priorityBarrier
+	// codec encodes the records in flight that an unaligned checkpoint
+	// keeps; records inside the process are typed, so only the gate's
+	// creator knows it.
+	codec codec.Codec[T]
+}
+
+// priorityBarrier is a checkpoint barrier sent past the queued buffers of
+// its channel. Since it leaves its place in the stream, it carries that
+// place: sent is the number of buffers (records and events) the producer
+// had put on the channel before it, so that the consumer still knows
+// which buffers precede it.
+type priorityBarrier struct {
+	channel int
+	id      int64
+	sent    int64
+	// align asks the consumers to align although unaligned checkpoints
+	// are on: savepoints must not hold records in flight.
+	align bool
 }
 
 func newInputGate[T any](channels int, cfg GateConfig, pool *sync.Pool) *InputGate[T] {
@@ -53,8 +75,21 @@ func newInputGate[T any](channels int, cfg GateConfig, pool *sync.Pool) *InputGa
 	if cfg.FloatingBuffers > 0 {
 		g.floating = make(chan struct{}, cfg.FloatingBuffers)
 	}
+	// Room for a few checkpoints' barriers per channel: a consumer that is
+	// itself backpressured reads them only between two buffers.
+	g.priority = make(chan priorityBarrier, 4*channels)
 	return g
 }
+
+// useTypes gives the gate its record codec from the record type's glue,
+// which the API may wrap (embedding *Types[T]).
+func (g *InputGate[T]) useTypes(types TypeOps) {
+	if t, ok := types.(interface{ recordCodec() codec.Codec[T] }); ok {
+		g.codec = t.recordCodec()
+	}
+}
+
+func (t *Types[T]) recordCodec() codec.Codec[T] { return t.Codec }
 
 // NumChannels returns the number of producer channels of the gate.
 func (g *InputGate[T]) NumChannels() int { return len(g.exclusive) }
@@ -90,6 +125,9 @@ type ChannelWriter[T any] interface {
 type localChannel[T any] struct {
 	gate  *InputGate[T]
 	index int
+	// sent counts the buffers put into the gate's queue, the position a
+	// priority barrier reports.
+	sent int64
 }
 
 func (c *localChannel[T]) Send(ctx context.Context, b *Buffer[T]) error {
@@ -118,7 +156,25 @@ func (c *localChannel[T]) Send(ctx context.Context, b *Buffer[T]) error {
 		}
 	}
 	c.gate.queue <- b
+	c.sent++
 	return nil
+}
+
+// SendPriority sends a barrier that overtakes the channel's queued
+// buffers; it needs no credit.
+func (c *localChannel[T]) SendPriority(ctx context.Context, id int64, align bool) error {
+	select {
+	case c.gate.priority <- priorityBarrier{channel: c.index, id: id, sent: c.sent, align: align}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// prioritySender is implemented by channels that can send barriers past
+// their queued buffers.
+type prioritySender interface {
+	SendPriority(ctx context.Context, id int64, align bool) error
 }
 
 // serializingChannel encodes every buffer with the record codec and
@@ -146,6 +202,12 @@ func (c *serializingChannel[T]) Send(ctx context.Context, b *Buffer[T]) error {
 		return err
 	}
 	return c.local.Send(ctx, out)
+}
+
+// SendPriority sends a barrier past the queued buffers; a barrier holds no
+// records, so there is nothing to serialize.
+func (c *serializingChannel[T]) SendPriority(ctx context.Context, id int64, align bool) error {
+	return c.local.SendPriority(ctx, id, align)
 }
 
 // encodeBuffer appends the wire form of a buffer: an event kind byte, then

@@ -2,12 +2,16 @@ package runtime
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/weirproject/weir/codec"
 	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/connector"
 	"github.com/weirproject/weir/internal/graph"
@@ -67,10 +71,16 @@ type userFailure struct{ err error }
 
 // Task runs one subtask: one operator chain, in one goroutine.
 type Task struct {
-	vertexName    string
-	vertexID      string
-	index         int // position in the attempt's task list
-	exactlyOnce   bool
+	vertexName  string
+	vertexID    string
+	index       int // position in the attempt's task list
+	exactlyOnce bool
+	// unaligned: barriers overtake the queued buffers and carry their
+	// position (execution.checkpointing.unaligned.enabled); alignTimeout
+	// is how long a task aligns before it takes the checkpoint unaligned,
+	// 0 meaning not at all.
+	unaligned     bool
+	alignTimeout  time.Duration
 	isSource      bool
 	subtask       int
 	parallelism   int
@@ -119,6 +129,23 @@ type Task struct {
 	// gates are the task's input gates, set before the task starts; read
 	// by Metrics from other goroutines.
 	gates []interface{ Buffered() int64 }
+
+	// Checkpoints acknowledged from goroutines of the task (asynchronous
+	// snapshot parts, records in flight): asyncCtx ends them when the task
+	// ends, lastAck is closed when the latest acknowledgement left, and
+	// running lists them so that an aborted one can be cancelled.
+	asyncCtx  context.Context
+	asyncStop context.CancelFunc
+	asyncWG   sync.WaitGroup
+	lastAck   chan struct{}
+	running   []runningAck
+
+	// With unaligned checkpoints: where the barriers are, the task's
+	// inputs, and the checkpoint whose records in flight are being
+	// collected.
+	ut         *unalignedTracker
+	inputs     []gateInput
+	collecting *pendingCheckpoint
 }
 
 // Name returns the subtask's display name, "vertex (i/n)".
@@ -250,6 +277,7 @@ func (t *Task) run(body func()) (err error) {
 			err = t.failure(r)
 		}
 		t.failed = err != nil
+		t.stopAsync()
 		if t.pts != nil {
 			t.pts.stopAll()
 		}
@@ -447,17 +475,24 @@ func handleEvent(v *valve, b Event, channel int, head interface{ EmitWatermark(i
 // from the gate, which keeps every channel in order.
 type inputQueue[T any] struct {
 	gate  *InputGate[T]
-	stash [][]*Buffer[T]
-	work  []*Buffer[T]
+	stash [][]queued[T]
+	work  []queued[T]
+}
+
+// queued is a buffer taken from the gate; with unaligned checkpoints seq
+// is its position in its channel, which barriers refer to.
+type queued[T any] struct {
+	b   *Buffer[T]
+	seq int64
 }
 
 func newInputQueue[T any](g *InputGate[T]) *inputQueue[T] {
-	return &inputQueue[T]{gate: g, stash: make([][]*Buffer[T], g.NumChannels())}
+	return &inputQueue[T]{gate: g, stash: make([][]queued[T], g.NumChannels())}
 }
 
 // release moves the stashed buffers in front of the pending work.
 func (q *inputQueue[T]) release() {
-	var front []*Buffer[T]
+	var front []queued[T]
 	for c, bs := range q.stash {
 		front = append(front, bs...)
 		q.stash[c] = nil
@@ -467,12 +502,12 @@ func (q *inputQueue[T]) release() {
 	}
 }
 
-func (q *inputQueue[T]) next() (*Buffer[T], bool) {
+func (q *inputQueue[T]) next() (queued[T], bool) {
 	if len(q.work) == 0 {
-		return nil, false
+		return queued[T]{}, false
 	}
 	b := q.work[0]
-	q.work[0] = nil
+	q.work[0] = queued[T]{}
 	q.work = q.work[1:]
 	return b, true
 }
@@ -491,13 +526,65 @@ type input[T any] struct {
 	// release is called after a checkpoint completed the alignment, for
 	// every input of the task.
 	release func()
+
+	// kept holds copies of the records in flight of the unaligned
+	// checkpoint being collected, encoded as they were taken from the
+	// gate: the buffers keep flowing into the operators meanwhile.
+	kept    []keptBuffer
+	keptErr error
 }
 
-func (in *input[T]) handle(b *Buffer[T]) {
-	if in.tracker.blocked(in.index, b.Channel) {
-		in.q.stash[b.Channel] = append(in.q.stash[b.Channel], b)
+type keptBuffer struct {
+	channel int
+	seq     int64
+	frame   []byte
+}
+
+// take receives a buffer from the gate. With unaligned checkpoints it
+// numbers the buffer in its channel and, while the records in flight of a
+// checkpoint are collected, keeps a copy.
+func (in *input[T]) take(b *Buffer[T]) queued[T] {
+	u := in.t.ut
+	if u == nil {
+		return queued[T]{b: b}
+	}
+	seq := u.take(in.index, b.Channel)
+	if u.capturing(in.index, b.Channel) {
+		in.keep(b, seq)
+	}
+	return queued[T]{b: b, seq: seq}
+}
+
+func (in *input[T]) keep(b *Buffer[T], seq int64) {
+	if b.Event.Kind != eventNone || in.keptErr != nil {
+		return // events are not channel state: watermarks come again after a restore
+	}
+	c := in.q.gate.codec
+	if c == nil {
+		in.keptErr = fmt.Errorf("unaligned checkpoint: no codec for the records of input %d", in.index+1)
 		return
 	}
+	frame, err := encodeBuffer(c, nil, b)
+	if err != nil {
+		in.keptErr = fmt.Errorf("unaligned checkpoint: %w", err)
+		return
+	}
+	in.kept = append(in.kept, keptBuffer{channel: b.Channel, seq: seq, frame: frame})
+}
+
+func (in *input[T]) handle(it queued[T]) {
+	b := it.b
+	u := in.t.ut
+	if u != nil {
+		if u.blocked(in.index, b.Channel, it.seq) {
+			in.q.stash[b.Channel] = append(in.q.stash[b.Channel], it)
+			return
+		}
+	} else if in.tracker.blocked(in.index, b.Channel) {
+		in.q.stash[b.Channel] = append(in.q.stash[b.Channel], it)
+		return
+	}
+	channel := b.Channel
 	switch b.Event.Kind {
 	case eventNone:
 		for i, r := range b.Records {
@@ -506,24 +593,255 @@ func (in *input[T]) handle(b *Buffer[T]) {
 		in.t.recordsIn.Add(int64(len(b.Records)))
 		in.q.gate.Recycle(b)
 	case EventBarrier:
-		id := in.tracker.barrier(in.index, b.Channel, b.Event.Checkpoint)
+		cp := b.Event.Checkpoint
 		in.q.gate.Recycle(b)
+		if u != nil {
+			break // barriers travel as priority barriers then
+		}
+		id := in.tracker.barrier(in.index, channel, cp)
 		if id != 0 {
 			in.t.checkpoint(id)
 			in.release()
 		}
 	case EventEndOfPartition:
-		handleEvent(in.valve, b.Event, b.Channel, in.head)
+		handleEvent(in.valve, b.Event, channel, in.head)
 		in.open--
-		id := in.tracker.end(in.index, b.Channel)
 		in.q.gate.Recycle(b)
+		if u != nil {
+			in.t.onUnaligned(u.processed(in.index, channel, it.seq)|u.end(in.index, channel), in.index, channel, 0)
+			return
+		}
+		id := in.tracker.end(in.index, channel)
 		if id != 0 {
 			in.t.checkpoint(id)
 			in.release()
 		}
+		return
 	default:
-		handleEvent(in.valve, b.Event, b.Channel, in.head)
+		handleEvent(in.valve, b.Event, channel, in.head)
 		in.q.gate.Recycle(b)
+	}
+	if u != nil {
+		if act := u.processed(in.index, channel, it.seq); act != 0 {
+			in.t.onUnaligned(act, in.index, channel, 0)
+		}
+	}
+}
+
+// gateInput is what a task with unaligned checkpoints does with each of
+// its inputs, whatever their record type.
+type gateInput interface {
+	// pollPriority handles a priority barrier if one is waiting.
+	pollPriority() bool
+	// drain takes every buffer queued in the gate, so that all that
+	// precedes a barrier that arrived was taken (and kept if in flight).
+	drain()
+	// keepQueued keeps the records in flight among the buffers taken but
+	// not processed when the snapshot is taken.
+	keepQueued()
+	// trim drops what was kept of a channel beyond its barrier.
+	trim(channel int, at int64)
+	// takeInFlight returns the input's channel state and forgets it.
+	takeInFlight() ([]byte, error)
+	dropInFlight()
+	releaseStash()
+}
+
+func (in *input[T]) pollPriority() bool {
+	select {
+	case pb := <-in.q.gate.priority:
+		in.t.priorityBarrier(in.index, pb)
+		return true
+	case <-in.t.ctx.Done():
+		// The drained buffers may take long to process: a cancelled task
+		// must not work through them first.
+		in.t.abort(in.t.ctx.Err())
+		return false
+	default:
+		return false
+	}
+}
+
+func (in *input[T]) drain() {
+	for {
+		select {
+		case b := <-in.q.gate.queue:
+			in.q.work = append(in.q.work, in.take(b))
+		default:
+			return
+		}
+	}
+}
+
+func (in *input[T]) keepQueued() {
+	u := in.t.ut
+	// Stashed buffers come before the queued ones of their channel.
+	for _, bs := range in.q.stash {
+		for _, it := range bs {
+			if u.inFlight(in.index, it.b.Channel, it.seq) {
+				in.keep(it.b, it.seq)
+			}
+		}
+	}
+	for _, it := range in.q.work {
+		if u.inFlight(in.index, it.b.Channel, it.seq) {
+			in.keep(it.b, it.seq)
+		}
+	}
+}
+
+func (in *input[T]) trim(channel int, at int64) {
+	in.kept = slices.DeleteFunc(in.kept, func(k keptBuffer) bool { return k.channel == channel && k.seq > at })
+}
+
+// takeInFlight encodes the kept buffers as a sequence of length-prefixed
+// frames, in the order they were taken, which is each channel's order.
+func (in *input[T]) takeInFlight() ([]byte, error) {
+	defer in.dropInFlight()
+	if in.keptErr != nil {
+		return nil, in.keptErr
+	}
+	var out []byte
+	for _, k := range in.kept {
+		out = binary.AppendUvarint(out, uint64(len(k.frame)))
+		out = append(out, k.frame...)
+	}
+	return out, nil
+}
+
+func (in *input[T]) dropInFlight() { in.kept, in.keptErr = nil, nil }
+
+func (in *input[T]) releaseStash() { in.q.release() }
+
+// replay processes the records in flight restored from an unaligned
+// checkpoint, before anything new arrives at the gate.
+func (in *input[T]) replay(data []byte) {
+	if len(data) == 0 {
+		return
+	}
+	if in.q.gate.codec == nil {
+		panic(abortPanic{fmt.Errorf("restore records in flight: no codec for the records of input %d", in.index+1)})
+	}
+	b := new(Buffer[T])
+	for len(data) > 0 {
+		n, k := binary.Uvarint(data)
+		if k <= 0 || uint64(len(data)-k) < n {
+			panic(abortPanic{fmt.Errorf("restore records in flight: %w", codec.ErrCorrupt)})
+		}
+		if err := decodeBuffer(in.q.gate.codec, data[k:k+int(n)], b); err != nil {
+			panic(abortPanic{fmt.Errorf("restore records in flight: %w", err)})
+		}
+		data = data[k+int(n):]
+		for i, r := range b.Records {
+			in.emit(r, b.Timestamps[i])
+		}
+		in.t.recordsIn.Add(int64(len(b.Records)))
+		b.reset()
+	}
+}
+
+// priorityBarrier handles a barrier that overtook the queued buffers.
+func (t *Task) priorityBarrier(input int, pb priorityBarrier) {
+	for _, in := range t.inputs {
+		in.drain()
+	}
+	t.onUnaligned(t.ut.barrier(input, pb.channel, pb.id, pb.sent, pb.align, time.Now()), input, pb.channel, pb.sent)
+}
+
+// pollUnaligned serves the priority barriers ahead of the queued buffers
+// and switches an alignment that timed out.
+func (t *Task) pollUnaligned() {
+	for _, in := range t.inputs {
+		for in.pollPriority() {
+		}
+	}
+	if act := t.ut.expired(); act != 0 {
+		t.onUnaligned(act, 0, 0, 0)
+	}
+}
+
+// onUnaligned carries out what the unaligned tracker decided; channel and
+// at name the barrier that arrived, for actTrim.
+func (t *Task) onUnaligned(act unalignedAction, input, channel int, at int64) {
+	if act == 0 {
+		return
+	}
+	id := t.ut.id
+	if act&actAbandon != 0 {
+		if p := t.collecting; p != nil {
+			p.inFlight <- inFlightState{err: fmt.Errorf("checkpoint %d was given up before its records in flight arrived", p.id)}
+			t.collecting = nil
+		}
+		for _, in := range t.inputs {
+			in.dropInFlight()
+			in.releaseStash()
+		}
+	}
+	if act&actTrim != 0 {
+		t.inputs[input].trim(channel, at)
+	}
+	if act&actSnapshotAligned != 0 {
+		t.acknowledge(t.snapshot(id, t.ut.forced))
+		for _, in := range t.inputs {
+			in.releaseStash()
+		}
+	}
+	if act&actSnapshotUnaligned != 0 {
+		p := t.snapshot(id, false)
+		p.inFlight = make(chan inFlightState, 1)
+		t.collecting = p
+		for _, in := range t.inputs {
+			in.keepQueued()
+			in.releaseStash()
+		}
+		t.acknowledge(p)
+	}
+	if act&actInFlightComplete != 0 && t.collecting != nil {
+		st := inFlightState{pieces: make([][]byte, len(t.inputs))}
+		for i, in := range t.inputs {
+			piece, err := in.takeInFlight()
+			if err != nil && st.err == nil {
+				st.err = err
+			}
+			st.pieces[i] = piece
+		}
+		if st.err != nil {
+			st.pieces = nil
+		}
+		t.collecting.inFlight <- st
+		t.collecting = nil
+	}
+}
+
+// inFlightPieces returns the restored records in flight into the head of
+// the task, one piece per input.
+func (t *Task) inFlightPieces() [][]byte {
+	r := t.restore
+	if r == nil {
+		return nil
+	}
+	if r.inFlightErr != nil {
+		panic(abortPanic{r.inFlightErr})
+	}
+	for uid := range r.inFlight {
+		if uid != t.head.UID {
+			panic(abortPanic{fmt.Errorf("restore: the checkpoint holds records in flight into operator %q, which no longer heads a task; restore from a savepoint (always aligned) instead", uid)})
+		}
+	}
+	return r.inFlight[t.head.UID]
+}
+
+// startUnaligned sets up unaligned checkpoints for a task's inputs and
+// replays the restored records in flight.
+func (t *Task) startUnaligned(ins []gateInput, replay ...func([]byte)) {
+	pieces := t.inFlightPieces()
+	for i, f := range replay {
+		if i < len(pieces) {
+			f(pieces[i])
+		}
+	}
+	if t.unaligned {
+		t.inputs = ins
 	}
 }
 
@@ -535,14 +853,30 @@ func RunOneInput[T any](t *Task, head Output[T], gate *InputGate[T]) error {
 		q := newInputQueue(gate)
 		in := &input[T]{t: t, q: q, valve: newValve(gate.NumChannels()), tracker: newBarrierTracker(t.exactlyOnce, gate.NumChannels()),
 			emit: head.Emit, head: head, open: gate.NumChannels(), release: q.release}
+		var prio chan priorityBarrier
+		if t.unaligned {
+			t.ut = newUnalignedTracker(t.alignTimeout, gate.NumChannels())
+			defer t.ut.stop()
+			prio = gate.priority
+		}
+		t.startUnaligned([]gateInput{in}, in.replay)
 		for in.open > 0 {
-			if b, ok := q.next(); ok {
-				in.handle(b)
+			var alignTimeout <-chan time.Time
+			if t.ut != nil {
+				t.pollUnaligned()
+				alignTimeout = t.ut.timerC()
+			}
+			if it, ok := q.next(); ok {
+				in.handle(it)
 				continue
 			}
 			select {
 			case b := <-gate.queue:
-				in.handle(b)
+				in.handle(in.take(b))
+			case pb := <-prio:
+				t.priorityBarrier(0, pb)
+			case <-alignTimeout:
+				t.onUnaligned(t.ut.expired(), 0, 0, 0)
 			case f := <-t.mailbox:
 				f()
 			case <-tick:
@@ -623,13 +957,25 @@ func RunTwoInput[A, B any](t *Task, head TwoInput[A, B], g1 *InputGate[A], g2 *I
 		if in2.open == 0 {
 			combined.wm[1] = MaxWatermark
 		}
+		var prio1, prio2 chan priorityBarrier
+		if t.unaligned {
+			t.ut = newUnalignedTracker(t.alignTimeout, g1.NumChannels(), g2.NumChannels())
+			defer t.ut.stop()
+			prio1, prio2 = g1.priority, g2.priority
+		}
+		t.startUnaligned([]gateInput{in1, in2}, in1.replay, in2.replay)
 		for in1.open > 0 || in2.open > 0 {
-			if b, ok := q1.next(); ok {
-				in1.handle(b)
+			var alignTimeout <-chan time.Time
+			if t.ut != nil {
+				t.pollUnaligned()
+				alignTimeout = t.ut.timerC()
+			}
+			if it, ok := q1.next(); ok {
+				in1.handle(it)
 				continue
 			}
-			if b, ok := q2.next(); ok {
-				in2.handle(b)
+			if it, ok := q2.next(); ok {
+				in2.handle(it)
 				continue
 			}
 			c1, c2 := g1.queue, g2.queue
@@ -641,9 +987,15 @@ func RunTwoInput[A, B any](t *Task, head TwoInput[A, B], g1 *InputGate[A], g2 *I
 			}
 			select {
 			case b := <-c1:
-				in1.handle(b)
+				in1.handle(in1.take(b))
 			case b := <-c2:
-				in2.handle(b)
+				in2.handle(in2.take(b))
+			case pb := <-prio1:
+				t.priorityBarrier(0, pb)
+			case pb := <-prio2:
+				t.priorityBarrier(1, pb)
+			case <-alignTimeout:
+				t.onUnaligned(t.ut.expired(), 0, 0, 0)
 			case f := <-t.mailbox:
 				f()
 			case <-tick:

@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
+	"slices"
 )
 
 // send delivers an action to the task's mailbox unless the task has
@@ -25,34 +27,229 @@ func (t *Task) triggerCheckpoint(id int64, drain bool) {
 	t.checkpoint(id)
 }
 
+// AsyncSnapshotter is a Snapshotter whose snapshot has a short
+// synchronous part, taken between two records, and a slower asynchronous
+// part (uploading files) that runs off the record path.
+type AsyncSnapshotter interface {
+	Snapshotter
+	// SnapshotStateAsync takes the synchronous part and returns the
+	// function that completes the snapshot; it runs on another goroutine,
+	// must not touch the operator's live state, and must return when ctx
+	// is cancelled. The task calls finish exactly once, with a cancelled
+	// ctx when the checkpoint was declined or given up meanwhile, so that
+	// it may release what the synchronous part kept.
+	SnapshotStateAsync(checkpointID int64) (finish func(ctx context.Context) ([]byte, error), err error)
+}
+
+// pendingCheckpoint is a checkpoint whose synchronous part the task took
+// and whose acknowledgement waits for asynchronous snapshot parts or for
+// the records in flight of an unaligned checkpoint.
+type pendingCheckpoint struct {
+	id       int64
+	snap     *TaskSnapshot
+	declined error
+	finishes []asyncPart
+	// inFlight delivers the channel state of an unaligned checkpoint (one
+	// piece per input), or the error that gave it up; nil when there is
+	// none to wait for.
+	inFlight chan inFlightState
+}
+
+type asyncPart struct {
+	info   *OperatorInfo
+	finish func(ctx context.Context) ([]byte, error)
+}
+
+type inFlightState struct {
+	pieces [][]byte
+	err    error
+}
+
+// runningAck is a pending checkpoint being completed on its goroutine.
+type runningAck struct {
+	id     int64
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
 // checkpoint snapshots the task's operators, sends the barrier downstream
 // and acknowledges to the coordinator. The snapshot is taken in the task's
 // goroutine, between two records, so no operator locks; an operator that
 // cannot snapshot declines the checkpoint without failing the task.
-func (t *Task) checkpoint(id int64) {
-	snap := &TaskSnapshot{Vertex: t.vertexID, Subtask: t.subtask, Parallelism: t.parallelism,
-		Operators: make(map[string][]byte), MaxParallelism: make(map[string]int)}
-	var declined error
+func (t *Task) checkpoint(id int64) { t.acknowledge(t.snapshot(id, t.isSavepoint(id))) }
+
+// isSavepoint reports whether the checkpoint being triggered at a source
+// is a savepoint, which must be aligned: its state has to be
+// self-contained and rescalable, without records in flight.
+func (t *Task) isSavepoint(id int64) bool {
+	s := t.storage
+	if s == nil || !t.unaligned || !t.isSource {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.savepoints[id]
+}
+
+// snapshot takes the synchronous part of a checkpoint and sends its
+// barrier downstream at once: the asynchronous parts and the records in
+// flight of an unaligned checkpoint do not hold the stream back.
+func (t *Task) snapshot(id int64, align bool) *pendingCheckpoint {
+	p := &pendingCheckpoint{id: id, snap: &TaskSnapshot{Vertex: t.vertexID, Subtask: t.subtask, Parallelism: t.parallelism,
+		Operators: make(map[string][]byte), MaxParallelism: make(map[string]int)}}
 	for _, ns := range t.snapshotters {
 		t.current = ns.info
+		if as, ok := ns.s.(AsyncSnapshotter); ok {
+			finish, err := as.SnapshotStateAsync(id)
+			if err != nil {
+				p.declined = fmt.Errorf("%s (%d/%d): %w", ns.info, t.subtask+1, t.parallelism, err)
+				break
+			}
+			p.finishes = append(p.finishes, asyncPart{info: ns.info, finish: finish})
+			continue
+		}
 		data, err := ns.s.SnapshotState(id)
 		if err != nil {
-			declined = fmt.Errorf("%s (%d/%d): %w", ns.info, t.subtask+1, t.parallelism, err)
+			p.declined = fmt.Errorf("%s (%d/%d): %w", ns.info, t.subtask+1, t.parallelism, err)
 			break
 		}
 		if data != nil {
-			snap.Operators[ns.info.UID] = data
-			snap.MaxParallelism[ns.info.UID] = ns.info.MaxParallelism
+			p.snap.Operators[ns.info.UID] = data
+			p.snap.MaxParallelism[ns.info.UID] = ns.info.MaxParallelism
 		}
 	}
 	t.current = t.head
 	for _, w := range t.writers {
-		w.Barrier(id)
+		if t.unaligned {
+			w.PriorityBarrier(id, align)
+		} else {
+			w.Barrier(id)
+		}
 	}
-	select {
-	case t.acks <- checkpointAck{task: t.index, id: id, snap: snap, err: declined}:
-	case <-t.ctx.Done():
-		t.abort(t.ctx.Err())
+	return p
+}
+
+// acknowledge sends a checkpoint's acknowledgement (or its decline) to the
+// coordinator: right away when the snapshot is complete and no earlier
+// acknowledgement is still pending, otherwise from a goroutine owned by
+// the task that completes the snapshot. Acknowledgements leave in
+// checkpoint order.
+func (t *Task) acknowledge(p *pendingCheckpoint) {
+	prev := t.lastAck
+	if prev != nil {
+		select {
+		case <-prev:
+			prev, t.lastAck = nil, nil
+		default:
+		}
+	}
+	if len(p.finishes) == 0 && p.inFlight == nil && prev == nil {
+		select {
+		case t.acks <- checkpointAck{task: t.index, id: p.id, snap: p.snap, err: p.declined}:
+		case <-t.ctx.Done():
+			t.abort(t.ctx.Err())
+		}
+		return
+	}
+	if t.asyncStop == nil {
+		t.asyncCtx, t.asyncStop = context.WithCancel(t.ctx)
+	}
+	ctx, cancel := context.WithCancel(t.asyncCtx)
+	done := make(chan struct{})
+	t.running = slices.DeleteFunc(t.running, func(r runningAck) bool {
+		select {
+		case <-r.done:
+			return true
+		default:
+			return false
+		}
+	})
+	t.running = append(t.running, runningAck{id: p.id, cancel: cancel, done: done})
+	t.lastAck = done
+	t.asyncWG.Add(1)
+	go func() {
+		defer t.asyncWG.Done()
+		defer close(done)
+		defer cancel()
+		ack := t.complete(ctx, p)
+		if ctx.Err() != nil {
+			return // aborted, or the task ended: nobody waits for it
+		}
+		if prev != nil {
+			select {
+			case <-prev:
+			case <-ctx.Done():
+				return
+			}
+		}
+		select {
+		case t.acks <- ack:
+		case <-ctx.Done():
+		}
+	}()
+}
+
+// complete runs off the task's goroutine: it finishes the asynchronous
+// snapshot parts and waits for the records in flight.
+func (t *Task) complete(ctx context.Context, p *pendingCheckpoint) checkpointAck {
+	ack := checkpointAck{task: t.index, id: p.id, snap: p.snap, err: p.declined}
+	for _, part := range p.finishes {
+		fctx := ctx
+		if ack.err != nil {
+			// Declined: the part only releases what it holds.
+			c, cancel := context.WithCancel(ctx)
+			cancel()
+			fctx = c
+		}
+		data, err := part.finish(fctx)
+		if ack.err != nil {
+			continue
+		}
+		if err != nil {
+			ack.err = fmt.Errorf("%s (%d/%d): %w", part.info, t.subtask+1, t.parallelism, err)
+			continue
+		}
+		if data != nil {
+			p.snap.Operators[part.info.UID] = data
+			p.snap.MaxParallelism[part.info.UID] = part.info.MaxParallelism
+		}
+	}
+	if p.inFlight != nil {
+		select {
+		case st := <-p.inFlight:
+			if st.err != nil && ack.err == nil {
+				ack.err = st.err
+			}
+			if st.pieces != nil {
+				p.snap.InFlight = map[string][][]byte{t.head.UID: st.pieces}
+			}
+		case <-ctx.Done():
+			if ack.err == nil {
+				ack.err = ctx.Err()
+			}
+		}
+	}
+	return ack
+}
+
+// stopAsync cancels the checkpoints still completing and waits for their
+// goroutines, before the operators close: an asynchronous part may use
+// what the operator releases on Close.
+func (t *Task) stopAsync() {
+	if t.asyncStop == nil {
+		return
+	}
+	t.asyncStop()
+	t.asyncWG.Wait()
+}
+
+// cancelAsync gives up the asynchronous completion of a checkpoint the
+// coordinator aborted.
+func (t *Task) cancelAsync(id int64) {
+	for _, r := range t.running {
+		if r.id == id {
+			r.cancel()
+		}
 	}
 }
 
@@ -69,6 +266,7 @@ func (t *Task) notifyCheckpointComplete(id int64) {
 // notifyCheckpointAborted tells the task's operators that a checkpoint
 // was given up.
 func (t *Task) notifyCheckpointAborted(id int64) {
+	t.cancelAsync(id)
 	for _, l := range t.aborters {
 		if err := l.NotifyCheckpointAborted(id); err != nil {
 			panic(userFailure{fmt.Errorf("abort checkpoint %d: %w", id, err)})

@@ -85,6 +85,10 @@ type Writer interface {
 	EndOfPartition()
 	// Barrier flushes and sends a checkpoint barrier on every channel.
 	Barrier(checkpointID int64)
+	// PriorityBarrier flushes and sends a barrier of an unaligned
+	// checkpoint on every channel: it overtakes the buffers queued at the
+	// consumer. With align the consumers align on it all the same.
+	PriorityBarrier(checkpointID int64, align bool)
 }
 
 // RecordWriter is the Output at the end of a chain: it batches records per
@@ -174,6 +178,22 @@ func (w *RecordWriter[T]) Flush() {
 // Barrier flushes and sends a checkpoint barrier on every channel.
 func (w *RecordWriter[T]) Barrier(id int64) {
 	w.broadcastEvent(Event{Kind: EventBarrier, Checkpoint: id})
+}
+
+// PriorityBarrier flushes, so that everything emitted before the barrier
+// counts in the position it reports, and sends the barrier past the
+// queued buffers of every channel.
+func (w *RecordWriter[T]) PriorityBarrier(id int64, align bool) {
+	w.Flush()
+	for _, c := range w.channels {
+		ps, ok := c.(prioritySender)
+		if !ok {
+			w.task.abort(fmt.Errorf("runtime: channel %T cannot send the barriers of unaligned checkpoints; turn off execution.checkpointing.unaligned.enabled", c))
+		}
+		if err := ps.SendPriority(w.task.ctx, id, align); err != nil {
+			w.task.abort(err)
+		}
+	}
 }
 
 // EndOfPartition flushes and sends the end-of-partition event.
