@@ -297,6 +297,8 @@ func TestCatalog(t *testing.T) {
 		"heartbeat.interval":                                               "1 s",
 		"heartbeat.timeout":                                                "5 s",
 		"rpc.timeout":                                                      "10 s",
+		"slot.request.timeout":                                             "5 min",
+		"process.working-dir":                                              "",
 		"security.token":                                                   "",
 		"security.ssl.enabled":                                             "false",
 		"security.ssl.cert":                                                "",

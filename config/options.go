@@ -150,6 +150,15 @@ var (
 
 	RPCTimeout = durationOption("rpc.timeout", 10*time.Second, false,
 		"Deadline of control-plane RPCs other than heartbeats, whose deadline is heartbeat.interval.")
+
+	SlotRequestTimeout = durationOption("slot.request.timeout", 5*time.Minute, false,
+		"How long a job submitted to the cluster, or restarting on it, waits for a TaskManager with enough free "+
+			"slots before it fails. A job's -D setting overrides the JobManager's.")
+
+	ProcessWorkingDir = stringOption("process.working-dir", "",
+		"Directory where a JobManager keeps uploaded job artifacts and a TaskManager its cached artifacts and the "+
+			"working directories and logs of its job workers. Empty uses a new directory under the system's "+
+			"temporary directory, removed when the process stops.")
 )
 
 // Security options of the cluster.
@@ -347,6 +356,8 @@ var catalog = []catalogOption{
 	HeartbeatInterval,
 	HeartbeatTimeout,
 	RPCTimeout,
+	SlotRequestTimeout,
+	ProcessWorkingDir,
 	SecurityToken,
 	SSLEnabled,
 	SSLCert,

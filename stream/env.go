@@ -288,11 +288,17 @@ func (env *Environment) Execute(ctx context.Context, jobName string) error {
 	case "json":
 		return jg.WriteJSON(env.out)
 	}
+	w, err := newWorker(jg)
+	if err != nil {
+		return err
+	}
 	job, err := env.submit(ctx, jg)
 	if err != nil {
 		return err
 	}
-	return job.Wait()
+	jc := &JobClient{job: job, Graph: jg}
+	w.start(jc)
+	return w.wait(jc)
 }
 
 // ExecuteAsync starts the job and returns a handle to watch or cancel it.
@@ -301,11 +307,17 @@ func (env *Environment) ExecuteAsync(ctx context.Context, jobName string) (*JobC
 	if err != nil {
 		return nil, err
 	}
+	w, err := newWorker(jg)
+	if err != nil {
+		return nil, err
+	}
 	job, err := env.submit(ctx, jg)
 	if err != nil {
 		return nil, err
 	}
-	return &JobClient{job: job, Graph: jg}, nil
+	jc := &JobClient{job: job, Graph: jg}
+	w.start(jc)
+	return jc, nil
 }
 
 func (env *Environment) submit(ctx context.Context, jg *graph.JobGraph) (*runtime.Job, error) {

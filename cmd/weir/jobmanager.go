@@ -87,8 +87,8 @@ func newJobManagerCommand() *cobra.Command {
 		Long: `Run a JobManager in the foreground until it receives SIGINT or SIGTERM.
 
 TaskManagers register their slots with it on the RPC port; the REST API
-(GET /overview, /taskmanagers, /jobs, /jobs/{id}, /metrics) is on the REST
-port. Both listen on 127.0.0.1 unless --bind (jobmanager.bind-host) says
+(GET /overview, /taskmanagers, /jobs, /jobs/{id}, /metrics; job submission
+with weir run, and weir cancel, stop and savepoint) is on the REST port. Both listen on 127.0.0.1 unless --bind (jobmanager.bind-host) says
 otherwise; any other address requires a token (security.token, WEIR_TOKEN
 or --token), which TaskManagers and clients must then present. Flags
 override the --config file and -D. Port 0 picks a free port; the

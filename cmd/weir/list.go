@@ -51,9 +51,9 @@ func newListCommand() *cobra.Command {
 					continue
 				}
 				if n == 0 {
-					fmt.Fprintln(w, "JOB ID\tSTATUS")
+					fmt.Fprintln(w, "JOB ID\tSTATUS\tNAME")
 				}
-				fmt.Fprintf(w, "%s\t%s\n", j.ID, j.Status)
+				fmt.Fprintf(w, "%s\t%s\t%s\n", j.ID, j.Status, j.Name)
 				n++
 			}
 			if n == 0 {
@@ -75,9 +75,5 @@ func newListCommand() *cobra.Command {
 
 // isTerminal reports whether a job status (Flink's names) is final.
 func isTerminal(status string) bool {
-	switch status {
-	case "FINISHED", "CANCELED", "FAILED":
-		return true
-	}
-	return false
+	return cluster.IsTerminalJobState(status)
 }

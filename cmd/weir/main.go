@@ -1,6 +1,9 @@
 // Command weir is weir's command-line interface.
 //
 //	weir plan [--json] [-p N] [-D key=value]... PROGRAM [ARGS...]
+//	weir run [-d] [-p N] [-s PATH] [--jobmanager HOST:PORT] PROGRAM [ARGS...]
+//	weir list | cancel JOBID | savepoint JOBID DIR | stop --savepoint-path DIR JOBID
+//	weir jobmanager | taskmanager | cluster start|stop
 //	weir version
 //
 // Run "weir help" for the list of commands and "weir help COMMAND" for

@@ -1,11 +1,13 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -59,10 +61,71 @@ func (c *RESTClient) TaskManagers(ctx context.Context) ([]TaskManagerJSON, error
 // Close releases idle connections.
 func (c *RESTClient) Close() { c.http.CloseIdleConnections() }
 
+// UploadArtifact uploads an executable (POST /artifacts) whose SHA-256
+// is sum; the JobManager refuses content with another hash.
+func (c *RESTClient) UploadArtifact(ctx context.Context, r io.Reader, sum string) error {
+	var a ArtifactJSON
+	return c.do(ctx, http.MethodPost, "/artifacts?sha256="+url.QueryEscape(sum), r, "application/octet-stream", &a)
+}
+
+// SubmitJob submits a job (POST /jobs) and returns its ID.
+func (c *RESTClient) SubmitJob(ctx context.Context, sub JobSubmission) (string, error) {
+	var out JobSubmitted
+	return out.JobID, c.doJSON(ctx, http.MethodPost, "/jobs", sub, &out)
+}
+
+// Job fetches GET /jobs/{id}.
+func (c *RESTClient) Job(ctx context.Context, id string) (JobDetails, error) {
+	var d JobDetails
+	return d, c.get(ctx, "/jobs/"+url.PathEscape(id), &d)
+}
+
+// CancelJob asks the JobManager to cancel a job (PATCH
+// /jobs/{id}?mode=cancel).
+func (c *RESTClient) CancelJob(ctx context.Context, id string) error {
+	var out struct{}
+	return c.do(ctx, http.MethodPatch, "/jobs/"+url.PathEscape(id)+"?mode=cancel", nil, "", &out)
+}
+
+// TriggerSavepoint starts a savepoint (POST /jobs/{id}/savepoints) and
+// returns the trigger ID to poll with SavepointStatus.
+func (c *RESTClient) TriggerSavepoint(ctx context.Context, id, dir string) (string, error) {
+	var out TriggerJSON
+	return out.RequestID, c.doJSON(ctx, http.MethodPost, "/jobs/"+url.PathEscape(id)+"/savepoints", SavepointRequest{TargetDirectory: dir}, &out)
+}
+
+// StopJob starts a stop-with-savepoint (POST /jobs/{id}/stop) and returns
+// the trigger ID to poll with SavepointStatus.
+func (c *RESTClient) StopJob(ctx context.Context, id, dir string, drain bool) (string, error) {
+	var out TriggerJSON
+	return out.RequestID, c.doJSON(ctx, http.MethodPost, "/jobs/"+url.PathEscape(id)+"/stop", StopRequest{TargetDirectory: dir, Drain: drain}, &out)
+}
+
+// SavepointStatus fetches GET /jobs/{id}/savepoints/{triggerid}.
+func (c *RESTClient) SavepointStatus(ctx context.Context, id, trigger string) (SavepointStatusJSON, error) {
+	var out SavepointStatusJSON
+	return out, c.get(ctx, "/jobs/"+url.PathEscape(id)+"/savepoints/"+url.PathEscape(trigger), &out)
+}
+
 func (c *RESTClient) get(ctx context.Context, path string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	return c.do(ctx, http.MethodGet, path, nil, "", v)
+}
+
+func (c *RESTClient) doJSON(ctx context.Context, method, path string, in, out any) error {
+	body, err := json.Marshal(in)
 	if err != nil {
 		return err
+	}
+	return c.do(ctx, method, path, bytes.NewReader(body), "application/json", out)
+}
+
+func (c *RESTClient) do(ctx context.Context, method, path string, body io.Reader, contentType string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -72,20 +135,29 @@ func (c *RESTClient) get(ctx context.Context, path string, v any) error {
 		return fmt.Errorf("jobmanager REST API at %s: %w", c.base, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
 		return fmt.Errorf("jobmanager REST API at %s: %w", c.base, err)
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode/100 != 2 {
 		var e ErrorJSON
-		msg := strings.TrimSpace(string(body))
-		if json.Unmarshal(body, &e) == nil && len(e.Errors) > 0 {
+		msg := strings.TrimSpace(string(data))
+		if json.Unmarshal(data, &e) == nil && len(e.Errors) > 0 {
 			msg = strings.Join(e.Errors, "; ")
 		}
-		return fmt.Errorf("jobmanager REST API at %s: GET %s: %s: %s", c.base, path, resp.Status, msg)
+		p, _, _ := strings.Cut(path, "?")
+		return &RESTError{Code: resp.StatusCode, Msg: fmt.Sprintf("jobmanager REST API at %s: %s %s: %s: %s", c.base, method, p, resp.Status, msg)}
 	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("jobmanager REST API at %s: GET %s: %w", c.base, path, err)
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("jobmanager REST API at %s: %s %s: %w", c.base, method, path, err)
 	}
 	return nil
 }
+
+// RESTError is an error answer of the REST API.
+type RESTError struct {
+	Code int // HTTP status
+	Msg  string
+}
+
+func (e *RESTError) Error() string { return e.Msg }

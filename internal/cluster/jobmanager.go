@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -30,8 +32,14 @@ type JobManagerOptions struct {
 	HeartbeatInterval time.Duration
 	HeartbeatTimeout  time.Duration
 	RPCTimeout        time.Duration // deadline of RPCs other than heartbeats
-	Security          Security
-	Logger            *slog.Logger // nil = slog.Default()
+	// SlotRequestTimeout is how long a job waits for a TaskManager with
+	// enough free slots, unless the job sets slot.request.timeout itself.
+	SlotRequestTimeout time.Duration
+	// WorkingDir keeps the uploaded artifacts; "" = a temporary directory
+	// removed by Close.
+	WorkingDir string
+	Security   Security
+	Logger     *slog.Logger // nil = slog.Default()
 }
 
 func (o *JobManagerOptions) validate() error {
@@ -42,6 +50,8 @@ func (o *JobManagerOptions) validate() error {
 		return fmt.Errorf("heartbeat.timeout (%v) must not be shorter than heartbeat.interval (%v)", o.HeartbeatTimeout, o.HeartbeatInterval)
 	case o.RPCTimeout <= 0:
 		return fmt.Errorf("rpc.timeout must be positive, got %v", o.RPCTimeout)
+	case o.SlotRequestTimeout < 0:
+		return fmt.Errorf("slot.request.timeout must not be negative, got %v", o.SlotRequestTimeout)
 	}
 	return o.Security.checkBind("JobManager", o.BindHost)
 }
@@ -56,6 +66,11 @@ type JobManager struct {
 	log     *slog.Logger
 	pool    *SlotPool
 	metrics *jmMetrics
+
+	workDir       string
+	removeWorkDir bool
+	artifacts     *artifactStore
+	dispatcher    *dispatcher
 
 	rpcServer  *grpc.Server
 	rpcLn      net.Listener
@@ -79,6 +94,7 @@ type JobManager struct {
 type monitor struct {
 	regID  string
 	cancel context.CancelFunc
+	client rpcpb.TaskManagerClient
 }
 
 // StartJobManager listens on the RPC and REST ports and serves them until
@@ -111,16 +127,29 @@ func StartJobManager(opts JobManagerOptions) (*JobManager, error) {
 		failed:   make(chan error, 2),
 		monitors: make(map[string]*monitor),
 	}
-	jm.metrics = newJMMetrics(jm.pool)
 	jm.ctx, jm.cancel = context.WithCancel(context.Background())
+	jm.dispatcher = newDispatcher(jm)
+	jm.metrics = newJMMetrics(jm.pool, jm.dispatcher)
+	if jm.workDir = opts.WorkingDir; jm.workDir == "" {
+		if jm.workDir, err = os.MkdirTemp("", "weir-jobmanager-"); err != nil {
+			return nil, fmt.Errorf("working directory: %w", err)
+		}
+		jm.removeWorkDir = true
+	}
+	if jm.artifacts, err = newArtifactStore(filepath.Join(jm.workDir, "artifacts")); err != nil {
+		jm.removeTempDir()
+		return nil, err
+	}
 
 	jm.rpcLn, err = net.Listen("tcp", net.JoinHostPort(opts.BindHost, strconv.Itoa(opts.RPCPort)))
 	if err != nil {
+		jm.removeTempDir()
 		return nil, fmt.Errorf("RPC server: %w", err)
 	}
 	jm.restLn, err = net.Listen("tcp", net.JoinHostPort(opts.BindHost, strconv.Itoa(opts.RESTPort)))
 	if err != nil {
 		jm.rpcLn.Close()
+		jm.removeTempDir()
 		return nil, fmt.Errorf("REST server: %w", err)
 	}
 	jm.rpcServer = grpc.NewServer(serverOpts...)
@@ -138,6 +167,7 @@ func StartJobManager(opts JobManagerOptions) (*JobManager, error) {
 		if err != nil {
 			jm.rpcLn.Close()
 			jm.restLn.Close()
+			jm.removeTempDir()
 			return nil, err
 		}
 		jm.restServer.TLSConfig = cfg
@@ -227,9 +257,28 @@ func (jm *JobManager) Close() error {
 		}
 		cancel()
 		jm.wg.Wait()
+		jm.removeTempDir()
 		jm.log.Info("jobmanager stopped")
 	})
 	return nil
+}
+
+func (jm *JobManager) removeTempDir() {
+	if jm.removeWorkDir {
+		os.RemoveAll(jm.workDir)
+	}
+}
+
+// taskManagerClient returns the RPC client of a registered TaskManager and
+// its current registration ID.
+func (jm *JobManager) taskManagerClient(id string) (rpcpb.TaskManagerClient, string, bool) {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	m, ok := jm.monitors[id]
+	if !ok {
+		return nil, "", false
+	}
+	return m.client, m.regID, true
 }
 
 // heartbeatDeadline bounds one heartbeat RPC: an answer later than the
@@ -254,9 +303,10 @@ func (jm *JobManager) register(reg Registration, conn *grpc.ClientConn) error {
 	if replaced != nil {
 		jm.log.Info("taskmanager registered again; its earlier registration is dropped",
 			"taskmanager", reg.ResourceID, "address", reg.Address, "earlier_address", replaced.Address, "jobs_lost_slots", lost)
+		jm.dispatcher.taskManagerLost(reg.ResourceID, "it registered again")
 	}
 	ctx, cancel := context.WithCancel(jm.ctx)
-	jm.monitors[reg.ResourceID] = &monitor{regID: reg.RegistrationID, cancel: cancel}
+	jm.monitors[reg.ResourceID] = &monitor{regID: reg.RegistrationID, cancel: cancel, client: rpcpb.NewTaskManagerClient(conn)}
 	jm.wg.Add(1)
 	go jm.heartbeatLoop(ctx, reg, conn)
 	jm.log.Info("taskmanager registered", "taskmanager", reg.ResourceID, "address", reg.Address,
@@ -281,7 +331,7 @@ func (jm *JobManager) heartbeatLoop(ctx context.Context, reg Registration, conn 
 		case <-ticker.C:
 		}
 		hctx, cancel := context.WithTimeout(ctx, jm.heartbeatDeadline())
-		_, err := client.Heartbeat(hctx, req)
+		resp, err := client.Heartbeat(hctx, req)
 		cancel()
 		if ctx.Err() != nil {
 			return
@@ -289,7 +339,9 @@ func (jm *JobManager) heartbeatLoop(ctx context.Context, reg Registration, conn 
 		now := time.Now()
 		if err == nil {
 			jm.metrics.heartbeatsReceived.Inc()
-			jm.pool.HeartbeatReceived(reg.ResourceID, reg.RegistrationID, now)
+			if jm.pool.HeartbeatReceived(reg.ResourceID, reg.RegistrationID, now) {
+				jm.dispatcher.report(reg.ResourceID, resp.GetJobs())
+			}
 		} else {
 			jm.metrics.heartbeatsMissed.Inc()
 			lastErr = err
@@ -312,6 +364,7 @@ func (jm *JobManager) lose(reg Registration, lastErr error) {
 		return
 	}
 	jm.metrics.taskManagersLost.Inc()
+	jm.dispatcher.taskManagerLost(info.ResourceID, fmt.Sprintf("no heartbeat answered within heartbeat.timeout (%v)", jm.opts.HeartbeatTimeout))
 	jm.log.Warn("taskmanager lost: no heartbeat answered within heartbeat.timeout; its slots are removed",
 		"taskmanager", info.ResourceID, "address", info.Address, "slots", info.Slots,
 		"last_heartbeat", info.LastHeartbeat.Format(time.RFC3339Nano), "heartbeat.timeout", jm.opts.HeartbeatTimeout,
@@ -327,6 +380,7 @@ func (jm *JobManager) unregister(id, regID string) {
 		return
 	}
 	jm.dropMonitorLocked(info.Registration)
+	jm.dispatcher.taskManagerLost(id, "it shut down")
 	jm.log.Info("taskmanager unregistered", "taskmanager", id, "address", info.Address, "slots", info.Slots, "jobs_lost_slots", lost)
 }
 

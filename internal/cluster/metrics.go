@@ -15,7 +15,7 @@ type jmMetrics struct {
 	taskManagersLost   prometheus.Counter
 }
 
-func newJMMetrics(pool *SlotPool) *jmMetrics {
+func newJMMetrics(pool *SlotPool, d *dispatcher) *jmMetrics {
 	m := &jmMetrics{
 		registry: prometheus.NewRegistry(),
 		heartbeatsReceived: prometheus.NewCounter(prometheus.CounterOpts{
@@ -45,6 +45,13 @@ func newJMMetrics(pool *SlotPool) *jmMetrics {
 			func(_, slots, _ int) int { return slots }),
 		gauge("weir_jobmanager_slots_available", "Task slots not allocated to a job.",
 			func(_, _, free int) int { return free }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "weir_jobmanager_jobs_running",
+			Help: "Jobs that have not ended: created, running, restarting or cancelling.",
+		}, func() float64 {
+			running, _, _, _ := d.counts()
+			return float64(running)
+		}),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -30,6 +30,9 @@ func JobManagerOptionsFrom(cfg *config.Configuration) JobManagerOptions {
 		HeartbeatTimeout:  config.HeartbeatTimeout.Get(cfg),
 		RPCTimeout:        config.RPCTimeout.Get(cfg),
 		Security:          SecurityFrom(cfg),
+
+		SlotRequestTimeout: config.SlotRequestTimeout.Get(cfg),
+		WorkingDir:         config.ProcessWorkingDir.Get(cfg),
 	}
 }
 
@@ -47,6 +50,7 @@ func TaskManagerOptionsFrom(cfg *config.Configuration) TaskManagerOptions {
 		RegistrationTimeout: config.TaskManagerRegistrationTimeout.Get(cfg),
 		RPCTimeout:          config.RPCTimeout.Get(cfg),
 		Security:            SecurityFrom(cfg),
+		WorkingDir:          config.ProcessWorkingDir.Get(cfg),
 	}
 }
 

@@ -2,9 +2,14 @@ package cluster
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -45,6 +50,7 @@ type TaskManagersJSON struct {
 type JobIDStatus struct {
 	ID     string `json:"id"`
 	Status string `json:"status"`
+	Name   string `json:"name,omitempty"`
 }
 
 // JobsJSON is the answer of GET /jobs.
@@ -59,22 +65,37 @@ type ErrorJSON struct {
 
 func (jm *JobManager) restHandler() http.Handler {
 	mux := http.NewServeMux()
-	get := func(pattern string, h http.HandlerFunc) {
+	// route answers a method the pattern does not serve with a JSON 405,
+	// which the mux's own method patterns would answer in plain text.
+	route := func(pattern string, handlers map[string]http.HandlerFunc) {
+		if h, ok := handlers[http.MethodGet]; ok {
+			handlers[http.MethodHead] = h
+		}
+		allowed := slices.Sorted(maps.Keys(handlers))
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				w.Header().Set("Allow", "GET, HEAD")
+			h, ok := handlers[r.Method]
+			if !ok {
+				w.Header().Set("Allow", strings.Join(allowed, ", "))
 				writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path))
 				return
 			}
 			h(w, r)
 		})
 	}
-	get("/overview", jm.handleOverview)
-	get("/taskmanagers", jm.handleTaskManagers)
-	get("/taskmanagers/{id}", jm.handleTaskManager)
-	get("/jobs", jm.handleJobs)
-	get("/jobs/{id}", jm.handleJob)
-	get("/metrics", promhttp.HandlerFor(jm.metrics.registry, promhttp.HandlerOpts{}).ServeHTTP)
+	get := func(h http.HandlerFunc) map[string]http.HandlerFunc {
+		return map[string]http.HandlerFunc{http.MethodGet: h}
+	}
+	route("/overview", get(jm.handleOverview))
+	route("/taskmanagers", get(jm.handleTaskManagers))
+	route("/taskmanagers/{id}", get(jm.handleTaskManager))
+	route("/artifacts", map[string]http.HandlerFunc{http.MethodPost: jm.handleUpload})
+	route("/jobs", map[string]http.HandlerFunc{http.MethodGet: jm.handleJobs, http.MethodPost: jm.handleSubmit})
+	route("/jobs/{id}", map[string]http.HandlerFunc{http.MethodGet: jm.handleJob, http.MethodPatch: jm.handleCancel})
+	route("/jobs/{id}/checkpoints", get(jm.handleCheckpoints))
+	route("/jobs/{id}/savepoints", map[string]http.HandlerFunc{http.MethodPost: jm.handleSavepoint})
+	route("/jobs/{id}/savepoints/{triggerid}", get(jm.handleSavepointStatus))
+	route("/jobs/{id}/stop", map[string]http.HandlerFunc{http.MethodPost: jm.handleStop})
+	route("/metrics", get(promhttp.HandlerFor(jm.metrics.registry, promhttp.HandlerOpts{}).ServeHTTP))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("not found: %s", r.URL.Path))
 	})
@@ -83,8 +104,9 @@ func (jm *JobManager) restHandler() http.Handler {
 
 func (jm *JobManager) overview() Overview {
 	tms, slots, free := jm.pool.Totals()
-	// No job can run on the cluster yet, so every job count is zero.
-	return Overview{TaskManagers: tms, SlotsTotal: slots, SlotsAvailable: free}
+	running, finished, cancelled, failed := jm.dispatcher.counts()
+	return Overview{TaskManagers: tms, SlotsTotal: slots, SlotsAvailable: free,
+		JobsRunning: running, JobsFinished: finished, JobsCancelled: cancelled, JobsFailed: failed}
 }
 
 func (jm *JobManager) handleOverview(w http.ResponseWriter, r *http.Request) {
@@ -121,14 +143,180 @@ func (jm *JobManager) handleTaskManager(w http.ResponseWriter, r *http.Request) 
 	writeJSON(w, http.StatusOK, taskManagerJSON(tm))
 }
 
-// handleJobs lists no job, for the same reason as handleJob.
 func (jm *JobManager) handleJobs(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, JobsJSON{Jobs: []JobIDStatus{}})
+	writeJSON(w, http.StatusOK, JobsJSON{Jobs: jm.dispatcher.list()})
 }
 
-// handleJob knows no job: none can be submitted to the cluster yet.
 func (jm *JobManager) handleJob(w http.ResponseWriter, r *http.Request) {
-	writeError(w, http.StatusNotFound, fmt.Sprintf("job %s not found", r.PathValue("id")))
+	id := r.PathValue("id")
+	d, ok := jm.dispatcher.details(id)
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("job %s not found", id))
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+// ArtifactJSON is the answer of POST /artifacts.
+type ArtifactJSON struct {
+	SHA256 string `json:"sha256"`
+}
+
+// handleUpload stores the request body as an artifact. With ?sha256= the
+// content must have that hash: a client that names the hash it meant
+// learns of a corrupted upload instead of running something else.
+func (jm *JobManager) handleUpload(w http.ResponseWriter, r *http.Request) {
+	want := strings.ToLower(r.URL.Query().Get("sha256"))
+	if want != "" && !sha256Hex.MatchString(want) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("sha256 %q is not a hex SHA-256", want))
+		return
+	}
+	// The server's read timeout is for requests, not for executables of
+	// tens of megabytes over a slow link.
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(10 * time.Minute))
+	if want != "" && jm.artifacts.has(want) {
+		writeJSON(w, http.StatusOK, ArtifactJSON{SHA256: want})
+		return
+	}
+	sum, err := jm.artifacts.put(r.Body, want)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "artifact upload: "+err.Error())
+		return
+	}
+	jm.log.Info("artifact uploaded", "sha256", sum, "peer", r.RemoteAddr)
+	writeJSON(w, http.StatusOK, ArtifactJSON{SHA256: sum})
+}
+
+func (jm *JobManager) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	var sub JobSubmission
+	if !readJSON(w, r, &sub) {
+		return
+	}
+	id, err := jm.dispatcher.submit(sub)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "job submission: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusAccepted, JobSubmitted{JobID: id})
+}
+
+// handleCancel is Flink's PATCH /jobs/{id}?mode=cancel.
+func (jm *JobManager) handleCancel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if mode := r.URL.Query().Get("mode"); mode != "" && mode != "cancel" {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("mode %q: only mode=cancel is supported", mode))
+		return
+	}
+	if err := jm.dispatcher.cancelJob(id); err != nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("job %s not found", id))
+		return
+	}
+	writeJSON(w, http.StatusAccepted, struct{}{})
+}
+
+// CheckpointsJSON is the answer of GET /jobs/{id}/checkpoints, in the
+// shape of Flink's.
+type CheckpointsJSON struct {
+	Counts struct {
+		Completed int `json:"completed"`
+	} `json:"counts"`
+	Latest struct {
+		Completed *struct {
+			ExternalPath string `json:"external_path"`
+		} `json:"completed"`
+	} `json:"latest"`
+}
+
+func (jm *JobManager) handleCheckpoints(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	d, ok := jm.dispatcher.details(id)
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("job %s not found", id))
+		return
+	}
+	var out CheckpointsJSON
+	out.Counts.Completed = d.Checkpoints.Completed
+	if d.Checkpoints.Latest != "" {
+		out.Latest.Completed = &struct {
+			ExternalPath string `json:"external_path"`
+		}{d.Checkpoints.Latest}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// SavepointRequest is the body of POST /jobs/{id}/savepoints (Flink's
+// names).
+type SavepointRequest struct {
+	TargetDirectory string `json:"target-directory"`
+	CancelJob       bool   `json:"cancel-job"`
+}
+
+// StopRequest is the body of POST /jobs/{id}/stop (Flink's names).
+type StopRequest struct {
+	TargetDirectory string `json:"targetDirectory"`
+	Drain           bool   `json:"drain"`
+}
+
+// TriggerJSON is the answer of a savepoint or stop request: the ID to poll
+// at GET /jobs/{id}/savepoints/{triggerid}.
+type TriggerJSON struct {
+	RequestID string `json:"request-id"`
+}
+
+func (jm *JobManager) handleSavepoint(w http.ResponseWriter, r *http.Request) {
+	var req SavepointRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	jm.startTrigger(w, r.PathValue("id"), req.TargetDirectory, req.CancelJob, false)
+}
+
+func (jm *JobManager) handleStop(w http.ResponseWriter, r *http.Request) {
+	var req StopRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	jm.startTrigger(w, r.PathValue("id"), req.TargetDirectory, true, req.Drain)
+}
+
+func (jm *JobManager) startTrigger(w http.ResponseWriter, id, dir string, stop, drain bool) {
+	if dir == "" {
+		writeError(w, http.StatusBadRequest, "no target directory for the savepoint")
+		return
+	}
+	tid, err := jm.dispatcher.trigger(id, dir, stop, drain)
+	switch {
+	case errors.Is(err, errNotFound):
+		writeError(w, http.StatusNotFound, fmt.Sprintf("job %s not found", id))
+	case err != nil:
+		writeError(w, http.StatusConflict, err.Error())
+	default:
+		writeJSON(w, http.StatusAccepted, TriggerJSON{RequestID: tid})
+	}
+}
+
+func (jm *JobManager) handleSavepointStatus(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	st, err := jm.dispatcher.triggerStatus(id, r.PathValue("triggerid"))
+	switch {
+	case errors.Is(err, errNotFound):
+		writeError(w, http.StatusNotFound, fmt.Sprintf("job %s not found", id))
+	case err != nil:
+		writeError(w, http.StatusNotFound, err.Error())
+	default:
+		writeJSON(w, http.StatusOK, st)
+	}
+}
+
+// readJSON decodes a request body of at most 16 MiB into v, or answers
+// 400 and returns false.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 16<<20))
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "request body: "+err.Error())
+		return false
+	}
+	return true
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

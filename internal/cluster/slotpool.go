@@ -160,6 +160,39 @@ func (p *SlotPool) Allocate(job string, n int) ([]SlotID, error) {
 	return slots, nil
 }
 
+// AllocateOnOne gives job n free slots of one TaskManager, all or none:
+// the one with the most free slots (ties by resource ID), so that jobs
+// spread over the cluster. Without one that has n free slots it returns
+// the largest number of free slots on one TaskManager.
+func (p *SlotPool) AllocateOnOne(job string, n int) (tm TaskManagerInfo, largestFree int, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var best *poolEntry
+	for _, e := range p.tms {
+		if best == nil || e.info.FreeSlots > best.info.FreeSlots ||
+			e.info.FreeSlots == best.info.FreeSlots && e.info.ResourceID < best.info.ResourceID {
+			best = e
+		}
+	}
+	if best == nil || best.info.FreeSlots < n || n < 1 || job == "" {
+		if best != nil {
+			largestFree = best.info.FreeSlots
+		}
+		return TaskManagerInfo{}, largestFree, false
+	}
+	for i, o := range best.owner {
+		if n == 0 {
+			break
+		}
+		if o == "" {
+			best.owner[i] = job
+			best.info.FreeSlots--
+			n--
+		}
+	}
+	return best.snapshot(), best.info.FreeSlots, true
+}
+
 // Release frees every slot that job holds and returns how many it held.
 func (p *SlotPool) Release(job string) int {
 	p.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -33,8 +34,12 @@ type TaskManagerOptions struct {
 	RegistrationTimeout time.Duration
 	RPCTimeout          time.Duration
 	Security            Security
-	Hardware            *Hardware    // nil = detect
-	Logger              *slog.Logger // nil = slog.Default()
+	// WorkingDir holds the artifact cache and a directory per job
+	// attempt with the worker's log; "" = a temporary directory that Run
+	// removes at its end.
+	WorkingDir string
+	Hardware   *Hardware    // nil = detect
+	Logger     *slog.Logger // nil = slog.Default()
 }
 
 // TaskManager offers slots to a JobManager. This slice of it registers,
@@ -49,6 +54,14 @@ type TaskManager struct {
 	conn   *grpc.ClientConn
 	jm     rpcpb.JobManagerClient
 	hw     Hardware
+
+	workDir       string
+	removeWorkDir bool
+	cache         *artifactStore
+	workers       *workers
+	wg            sync.WaitGroup  // deployments
+	ctx           context.Context // cancelled when Run ends
+	stop          context.CancelFunc
 
 	mu            sync.Mutex
 	regID         string    // current registration; heartbeats must carry it
@@ -98,6 +111,21 @@ func NewTaskManager(opts TaskManagerOptions) (*TaskManager, error) {
 		return nil, fmt.Errorf("jobmanager address %q: %w", opts.JobManagerAddress, err)
 	}
 	tm := &TaskManager{opts: opts, ln: ln, conn: conn, jm: rpcpb.NewJobManagerClient(conn)}
+	tm.workers = &workers{tm: tm, attempts: make(map[string]*workerAttempt)}
+	tm.ctx, tm.stop = context.WithCancel(context.Background())
+	if tm.workDir = opts.WorkingDir; tm.workDir == "" {
+		if tm.workDir, err = os.MkdirTemp("", "weir-taskmanager-"); err != nil {
+			ln.Close()
+			conn.Close()
+			return nil, fmt.Errorf("working directory: %w", err)
+		}
+		tm.removeWorkDir = true
+	}
+	if tm.cache, err = newArtifactStore(filepath.Join(tm.workDir, "artifacts")); err != nil {
+		ln.Close()
+		conn.Close()
+		return nil, err
+	}
 	tm.addr = net.JoinHostPort(advertisedHost(opts), strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	if tm.opts.ResourceID == "" {
 		tm.opts.ResourceID = tm.addr + "-" + newID()[:6]
@@ -147,9 +175,16 @@ func (tm *TaskManager) Run(ctx context.Context) error {
 		}
 	}()
 	defer func() {
+		// Workers end with their TaskManager; their jobs restart elsewhere.
+		tm.stop()
+		tm.workers.stopAll(workerShutdownGrace)
 		tm.server.Stop()
 		<-served
+		tm.wg.Wait()
 		tm.conn.Close()
+		if tm.removeWorkDir {
+			os.RemoveAll(tm.workDir)
+		}
 	}()
 	tm.log.Info("taskmanager started", "rpc", tm.addr, "slots", tm.opts.Slots, "jobmanager", tm.opts.JobManagerAddress)
 
@@ -165,6 +200,11 @@ func (tm *TaskManager) Run(ctx context.Context) error {
 		tm.mu.Unlock()
 		select {
 		case <-ctx.Done():
+			// Stop the workers before the JobManager hears of it and
+			// restarts their jobs elsewhere: two attempts of a job must
+			// not commit output at the same time.
+			tm.stop()
+			tm.workers.stopAll(workerShutdownGrace)
 			tm.unregister()
 			return nil
 		case <-time.After(interval):
@@ -173,8 +213,12 @@ func (tm *TaskManager) Run(ctx context.Context) error {
 		if since <= timeout {
 			continue
 		}
-		tm.log.Warn("jobmanager lost: no heartbeat within heartbeat.timeout; registering again",
+		tm.log.Warn("jobmanager lost: no heartbeat within heartbeat.timeout; killing the job workers and registering again",
 			"jobmanager", tm.opts.JobManagerAddress, "since_last_heartbeat", since.Round(time.Millisecond), "heartbeat.timeout", timeout)
+		// The JobManager, which lost this TaskManager at about the same
+		// time, restarts the jobs elsewhere; the attempts here must not
+		// keep committing output next to the new ones.
+		tm.workers.stopAll(0)
 		if err := tm.register(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -272,12 +316,13 @@ type tmService struct {
 func (s *tmService) Heartbeat(ctx context.Context, req *rpcpb.HeartbeatRequest) (*rpcpb.HeartbeatResponse, error) {
 	tm := s.tm
 	tm.mu.Lock()
-	defer tm.mu.Unlock()
 	if req.GetRegistrationId() != tm.regID {
+		tm.mu.Unlock()
 		return nil, status.Errorf(codes.FailedPrecondition, "taskmanager %s has no registration %s", tm.opts.ResourceID, req.GetRegistrationId())
 	}
 	tm.lastHeartbeat = time.Now()
-	return &rpcpb.HeartbeatResponse{}, nil
+	tm.mu.Unlock()
+	return &rpcpb.HeartbeatResponse{Jobs: tm.workers.statuses()}, nil
 }
 
 func minTime(a, b time.Time) time.Time {

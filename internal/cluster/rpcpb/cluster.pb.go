@@ -365,8 +365,11 @@ func (x *HeartbeatRequest) GetRegistrationId() string {
 	return ""
 }
 
+// HeartbeatResponse reports the job attempts the TaskManager runs, or ran
+// and has not yet reported as ended.
 type HeartbeatResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
+	Jobs          []*JobStatus           `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -401,6 +404,644 @@ func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
 	return file_cluster_proto_rawDescGZIP(), []int{6}
 }
 
+func (x *HeartbeatResponse) GetJobs() []*JobStatus {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+type JobStatus struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	JobId   string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Attempt int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// DEPLOYING (fetching and starting the worker), RUNNING, FINISHED,
+	// FAILED or CANCELED.
+	State                string          `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	Vertices             []*VertexStatus `protobuf:"bytes,4,rep,name=vertices,proto3" json:"vertices,omitempty"`
+	CompletedCheckpoints int64           `protobuf:"varint,5,opt,name=completed_checkpoints,json=completedCheckpoints,proto3" json:"completed_checkpoints,omitempty"`
+	// chk-<n> directory or URI of the latest completed checkpoint; "" when
+	// none completed or checkpoints stay in the worker's memory.
+	LatestCheckpoint string `protobuf:"bytes,6,opt,name=latest_checkpoint,json=latestCheckpoint,proto3" json:"latest_checkpoint,omitempty"`
+	// Why the attempt failed: the worker's error, or the last lines of its
+	// standard error.
+	Error         string `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobStatus) Reset() {
+	*x = JobStatus{}
+	mi := &file_cluster_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobStatus) ProtoMessage() {}
+
+func (x *JobStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
+func (*JobStatus) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *JobStatus) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *JobStatus) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *JobStatus) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *JobStatus) GetVertices() []*VertexStatus {
+	if x != nil {
+		return x.Vertices
+	}
+	return nil
+}
+
+func (x *JobStatus) GetCompletedCheckpoints() int64 {
+	if x != nil {
+		return x.CompletedCheckpoints
+	}
+	return 0
+}
+
+func (x *JobStatus) GetLatestCheckpoint() string {
+	if x != nil {
+		return x.LatestCheckpoint
+	}
+	return ""
+}
+
+func (x *JobStatus) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type VertexStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Parallelism   int32                  `protobuf:"varint,3,opt,name=parallelism,proto3" json:"parallelism,omitempty"`
+	RecordsIn     int64                  `protobuf:"varint,4,opt,name=records_in,json=recordsIn,proto3" json:"records_in,omitempty"`
+	RecordsOut    int64                  `protobuf:"varint,5,opt,name=records_out,json=recordsOut,proto3" json:"records_out,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VertexStatus) Reset() {
+	*x = VertexStatus{}
+	mi := &file_cluster_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VertexStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VertexStatus) ProtoMessage() {}
+
+func (x *VertexStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VertexStatus.ProtoReflect.Descriptor instead.
+func (*VertexStatus) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *VertexStatus) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *VertexStatus) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *VertexStatus) GetParallelism() int32 {
+	if x != nil {
+		return x.Parallelism
+	}
+	return 0
+}
+
+func (x *VertexStatus) GetRecordsIn() int64 {
+	if x != nil {
+		return x.RecordsIn
+	}
+	return 0
+}
+
+func (x *VertexStatus) GetRecordsOut() int64 {
+	if x != nil {
+		return x.RecordsOut
+	}
+	return 0
+}
+
+type FetchArtifactRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sha256        string                 `protobuf:"bytes,1,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchArtifactRequest) Reset() {
+	*x = FetchArtifactRequest{}
+	mi := &file_cluster_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchArtifactRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchArtifactRequest) ProtoMessage() {}
+
+func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchArtifactRequest.ProtoReflect.Descriptor instead.
+func (*FetchArtifactRequest) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *FetchArtifactRequest) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+type ArtifactChunk struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArtifactChunk) Reset() {
+	*x = ArtifactChunk{}
+	mi := &file_cluster_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArtifactChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArtifactChunk) ProtoMessage() {}
+
+func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArtifactChunk.ProtoReflect.Descriptor instead.
+func (*ArtifactChunk) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ArtifactChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+type SubmitJobRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RegistrationId string                 `protobuf:"bytes,1,opt,name=registration_id,json=registrationId,proto3" json:"registration_id,omitempty"`
+	JobId          string                 `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Attempt        int32                  `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// Hex SHA-256 of the executable; the TaskManager fetches it with
+	// FetchArtifact from the JobManager and caches it by this hash.
+	ArtifactSha256 string `protobuf:"bytes,4,opt,name=artifact_sha256,json=artifactSha256,proto3" json:"artifact_sha256,omitempty"`
+	// The program's own arguments.
+	Args []string `protobuf:"bytes,5,rep,name=args,proto3" json:"args,omitempty"`
+	// Passed as -p when positive.
+	Parallelism int32 `protobuf:"varint,6,opt,name=parallelism,proto3" json:"parallelism,omitempty"`
+	// key=value options, passed as -D in this order.
+	Options []string `protobuf:"bytes,7,rep,name=options,proto3" json:"options,omitempty"`
+	// Passed as --from-savepoint when not empty: a savepoint, or the latest
+	// checkpoint of an earlier attempt.
+	RestorePath           string `protobuf:"bytes,8,opt,name=restore_path,json=restorePath,proto3" json:"restore_path,omitempty"`
+	AllowNonRestoredState bool   `protobuf:"varint,9,opt,name=allow_non_restored_state,json=allowNonRestoredState,proto3" json:"allow_non_restored_state,omitempty"`
+	// Fingerprint of the job graph the client built; the worker refuses to
+	// run a different one.
+	Fingerprint   string `protobuf:"bytes,10,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitJobRequest) Reset() {
+	*x = SubmitJobRequest{}
+	mi := &file_cluster_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitJobRequest) ProtoMessage() {}
+
+func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitJobRequest.ProtoReflect.Descriptor instead.
+func (*SubmitJobRequest) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SubmitJobRequest) GetRegistrationId() string {
+	if x != nil {
+		return x.RegistrationId
+	}
+	return ""
+}
+
+func (x *SubmitJobRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *SubmitJobRequest) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *SubmitJobRequest) GetArtifactSha256() string {
+	if x != nil {
+		return x.ArtifactSha256
+	}
+	return ""
+}
+
+func (x *SubmitJobRequest) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *SubmitJobRequest) GetParallelism() int32 {
+	if x != nil {
+		return x.Parallelism
+	}
+	return 0
+}
+
+func (x *SubmitJobRequest) GetOptions() []string {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+func (x *SubmitJobRequest) GetRestorePath() string {
+	if x != nil {
+		return x.RestorePath
+	}
+	return ""
+}
+
+func (x *SubmitJobRequest) GetAllowNonRestoredState() bool {
+	if x != nil {
+		return x.AllowNonRestoredState
+	}
+	return false
+}
+
+func (x *SubmitJobRequest) GetFingerprint() string {
+	if x != nil {
+		return x.Fingerprint
+	}
+	return ""
+}
+
+type SubmitJobResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitJobResponse) Reset() {
+	*x = SubmitJobResponse{}
+	mi := &file_cluster_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitJobResponse) ProtoMessage() {}
+
+func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitJobResponse.ProtoReflect.Descriptor instead.
+func (*SubmitJobResponse) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{12}
+}
+
+type CancelJobRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Attempt       int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelJobRequest) Reset() {
+	*x = CancelJobRequest{}
+	mi := &file_cluster_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelJobRequest) ProtoMessage() {}
+
+func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
+func (*CancelJobRequest) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *CancelJobRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *CancelJobRequest) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+type CancelJobResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelJobResponse) Reset() {
+	*x = CancelJobResponse{}
+	mi := &file_cluster_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelJobResponse) ProtoMessage() {}
+
+func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
+func (*CancelJobResponse) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{14}
+}
+
+type TriggerSavepointRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	JobId           string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Attempt         int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	TargetDirectory string                 `protobuf:"bytes,3,opt,name=target_directory,json=targetDirectory,proto3" json:"target_directory,omitempty"`
+	Stop            bool                   `protobuf:"varint,4,opt,name=stop,proto3" json:"stop,omitempty"`
+	Drain           bool                   `protobuf:"varint,5,opt,name=drain,proto3" json:"drain,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *TriggerSavepointRequest) Reset() {
+	*x = TriggerSavepointRequest{}
+	mi := &file_cluster_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TriggerSavepointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TriggerSavepointRequest) ProtoMessage() {}
+
+func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TriggerSavepointRequest.ProtoReflect.Descriptor instead.
+func (*TriggerSavepointRequest) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *TriggerSavepointRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *TriggerSavepointRequest) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *TriggerSavepointRequest) GetTargetDirectory() string {
+	if x != nil {
+		return x.TargetDirectory
+	}
+	return ""
+}
+
+func (x *TriggerSavepointRequest) GetStop() bool {
+	if x != nil {
+		return x.Stop
+	}
+	return false
+}
+
+func (x *TriggerSavepointRequest) GetDrain() bool {
+	if x != nil {
+		return x.Drain
+	}
+	return false
+}
+
+type TriggerSavepointResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TriggerSavepointResponse) Reset() {
+	*x = TriggerSavepointResponse{}
+	mi := &file_cluster_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TriggerSavepointResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TriggerSavepointResponse) ProtoMessage() {}
+
+func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TriggerSavepointResponse.ProtoReflect.Descriptor instead.
+func (*TriggerSavepointResponse) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *TriggerSavepointResponse) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
 var File_cluster_proto protoreflect.FileDescriptor
 
 const file_cluster_proto_rawDesc = "" +
@@ -427,14 +1068,64 @@ const file_cluster_proto_rawDesc = "" +
 	"\x1dUnregisterTaskManagerResponse\"`\n" +
 	"\x10HeartbeatRequest\x12#\n" +
 	"\rjobmanager_id\x18\x01 \x01(\tR\fjobmanagerId\x12'\n" +
-	"\x0fregistration_id\x18\x02 \x01(\tR\x0eregistrationId\"\x13\n" +
-	"\x11HeartbeatResponse2\xf6\x01\n" +
+	"\x0fregistration_id\x18\x02 \x01(\tR\x0eregistrationId\"C\n" +
+	"\x11HeartbeatResponse\x12.\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x1a.weir.cluster.v1.JobStatusR\x04jobs\"\x85\x02\n" +
+	"\tJobStatus\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x129\n" +
+	"\bvertices\x18\x04 \x03(\v2\x1d.weir.cluster.v1.VertexStatusR\bvertices\x123\n" +
+	"\x15completed_checkpoints\x18\x05 \x01(\x03R\x14completedCheckpoints\x12+\n" +
+	"\x11latest_checkpoint\x18\x06 \x01(\tR\x10latestCheckpoint\x12\x14\n" +
+	"\x05error\x18\a \x01(\tR\x05error\"\x94\x01\n" +
+	"\fVertexStatus\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
+	"\vparallelism\x18\x03 \x01(\x05R\vparallelism\x12\x1d\n" +
+	"\n" +
+	"records_in\x18\x04 \x01(\x03R\trecordsIn\x12\x1f\n" +
+	"\vrecords_out\x18\x05 \x01(\x03R\n" +
+	"recordsOut\".\n" +
+	"\x14FetchArtifactRequest\x12\x16\n" +
+	"\x06sha256\x18\x01 \x01(\tR\x06sha256\"#\n" +
+	"\rArtifactChunk\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"\xe3\x02\n" +
+	"\x10SubmitJobRequest\x12'\n" +
+	"\x0fregistration_id\x18\x01 \x01(\tR\x0eregistrationId\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x18\n" +
+	"\aattempt\x18\x03 \x01(\x05R\aattempt\x12'\n" +
+	"\x0fartifact_sha256\x18\x04 \x01(\tR\x0eartifactSha256\x12\x12\n" +
+	"\x04args\x18\x05 \x03(\tR\x04args\x12 \n" +
+	"\vparallelism\x18\x06 \x01(\x05R\vparallelism\x12\x18\n" +
+	"\aoptions\x18\a \x03(\tR\aoptions\x12!\n" +
+	"\frestore_path\x18\b \x01(\tR\vrestorePath\x127\n" +
+	"\x18allow_non_restored_state\x18\t \x01(\bR\x15allowNonRestoredState\x12 \n" +
+	"\vfingerprint\x18\n" +
+	" \x01(\tR\vfingerprint\"\x13\n" +
+	"\x11SubmitJobResponse\"C\n" +
+	"\x10CancelJobRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\"\x13\n" +
+	"\x11CancelJobResponse\"\x9f\x01\n" +
+	"\x17TriggerSavepointRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12)\n" +
+	"\x10target_directory\x18\x03 \x01(\tR\x0ftargetDirectory\x12\x12\n" +
+	"\x04stop\x18\x04 \x01(\bR\x04stop\x12\x14\n" +
+	"\x05drain\x18\x05 \x01(\bR\x05drain\".\n" +
+	"\x18TriggerSavepointResponse\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path2\xd0\x02\n" +
 	"\n" +
 	"JobManager\x12p\n" +
 	"\x13RegisterTaskManager\x12+.weir.cluster.v1.RegisterTaskManagerRequest\x1a,.weir.cluster.v1.RegisterTaskManagerResponse\x12v\n" +
-	"\x15UnregisterTaskManager\x12-.weir.cluster.v1.UnregisterTaskManagerRequest\x1a..weir.cluster.v1.UnregisterTaskManagerResponse2a\n" +
+	"\x15UnregisterTaskManager\x12-.weir.cluster.v1.UnregisterTaskManagerRequest\x1a..weir.cluster.v1.UnregisterTaskManagerResponse\x12X\n" +
+	"\rFetchArtifact\x12%.weir.cluster.v1.FetchArtifactRequest\x1a\x1e.weir.cluster.v1.ArtifactChunk0\x012\xf2\x02\n" +
 	"\vTaskManager\x12R\n" +
-	"\tHeartbeat\x12!.weir.cluster.v1.HeartbeatRequest\x1a\".weir.cluster.v1.HeartbeatResponseB4Z2github.com/weirproject/weir/internal/cluster/rpcpbb\x06proto3"
+	"\tHeartbeat\x12!.weir.cluster.v1.HeartbeatRequest\x1a\".weir.cluster.v1.HeartbeatResponse\x12R\n" +
+	"\tSubmitJob\x12!.weir.cluster.v1.SubmitJobRequest\x1a\".weir.cluster.v1.SubmitJobResponse\x12R\n" +
+	"\tCancelJob\x12!.weir.cluster.v1.CancelJobRequest\x1a\".weir.cluster.v1.CancelJobResponse\x12g\n" +
+	"\x10TriggerSavepoint\x12(.weir.cluster.v1.TriggerSavepointRequest\x1a).weir.cluster.v1.TriggerSavepointResponseB4Z2github.com/weirproject/weir/internal/cluster/rpcpbb\x06proto3"
 
 var (
 	file_cluster_proto_rawDescOnce sync.Once
@@ -448,7 +1139,7 @@ func file_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_proto_rawDescData
 }
 
-var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_cluster_proto_goTypes = []any{
 	(*Hardware)(nil),                      // 0: weir.cluster.v1.Hardware
 	(*RegisterTaskManagerRequest)(nil),    // 1: weir.cluster.v1.RegisterTaskManagerRequest
@@ -457,20 +1148,40 @@ var file_cluster_proto_goTypes = []any{
 	(*UnregisterTaskManagerResponse)(nil), // 4: weir.cluster.v1.UnregisterTaskManagerResponse
 	(*HeartbeatRequest)(nil),              // 5: weir.cluster.v1.HeartbeatRequest
 	(*HeartbeatResponse)(nil),             // 6: weir.cluster.v1.HeartbeatResponse
+	(*JobStatus)(nil),                     // 7: weir.cluster.v1.JobStatus
+	(*VertexStatus)(nil),                  // 8: weir.cluster.v1.VertexStatus
+	(*FetchArtifactRequest)(nil),          // 9: weir.cluster.v1.FetchArtifactRequest
+	(*ArtifactChunk)(nil),                 // 10: weir.cluster.v1.ArtifactChunk
+	(*SubmitJobRequest)(nil),              // 11: weir.cluster.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),             // 12: weir.cluster.v1.SubmitJobResponse
+	(*CancelJobRequest)(nil),              // 13: weir.cluster.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),             // 14: weir.cluster.v1.CancelJobResponse
+	(*TriggerSavepointRequest)(nil),       // 15: weir.cluster.v1.TriggerSavepointRequest
+	(*TriggerSavepointResponse)(nil),      // 16: weir.cluster.v1.TriggerSavepointResponse
 }
 var file_cluster_proto_depIdxs = []int32{
-	0, // 0: weir.cluster.v1.RegisterTaskManagerRequest.hardware:type_name -> weir.cluster.v1.Hardware
-	1, // 1: weir.cluster.v1.JobManager.RegisterTaskManager:input_type -> weir.cluster.v1.RegisterTaskManagerRequest
-	3, // 2: weir.cluster.v1.JobManager.UnregisterTaskManager:input_type -> weir.cluster.v1.UnregisterTaskManagerRequest
-	5, // 3: weir.cluster.v1.TaskManager.Heartbeat:input_type -> weir.cluster.v1.HeartbeatRequest
-	2, // 4: weir.cluster.v1.JobManager.RegisterTaskManager:output_type -> weir.cluster.v1.RegisterTaskManagerResponse
-	4, // 5: weir.cluster.v1.JobManager.UnregisterTaskManager:output_type -> weir.cluster.v1.UnregisterTaskManagerResponse
-	6, // 6: weir.cluster.v1.TaskManager.Heartbeat:output_type -> weir.cluster.v1.HeartbeatResponse
-	4, // [4:7] is the sub-list for method output_type
-	1, // [1:4] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	0,  // 0: weir.cluster.v1.RegisterTaskManagerRequest.hardware:type_name -> weir.cluster.v1.Hardware
+	7,  // 1: weir.cluster.v1.HeartbeatResponse.jobs:type_name -> weir.cluster.v1.JobStatus
+	8,  // 2: weir.cluster.v1.JobStatus.vertices:type_name -> weir.cluster.v1.VertexStatus
+	1,  // 3: weir.cluster.v1.JobManager.RegisterTaskManager:input_type -> weir.cluster.v1.RegisterTaskManagerRequest
+	3,  // 4: weir.cluster.v1.JobManager.UnregisterTaskManager:input_type -> weir.cluster.v1.UnregisterTaskManagerRequest
+	9,  // 5: weir.cluster.v1.JobManager.FetchArtifact:input_type -> weir.cluster.v1.FetchArtifactRequest
+	5,  // 6: weir.cluster.v1.TaskManager.Heartbeat:input_type -> weir.cluster.v1.HeartbeatRequest
+	11, // 7: weir.cluster.v1.TaskManager.SubmitJob:input_type -> weir.cluster.v1.SubmitJobRequest
+	13, // 8: weir.cluster.v1.TaskManager.CancelJob:input_type -> weir.cluster.v1.CancelJobRequest
+	15, // 9: weir.cluster.v1.TaskManager.TriggerSavepoint:input_type -> weir.cluster.v1.TriggerSavepointRequest
+	2,  // 10: weir.cluster.v1.JobManager.RegisterTaskManager:output_type -> weir.cluster.v1.RegisterTaskManagerResponse
+	4,  // 11: weir.cluster.v1.JobManager.UnregisterTaskManager:output_type -> weir.cluster.v1.UnregisterTaskManagerResponse
+	10, // 12: weir.cluster.v1.JobManager.FetchArtifact:output_type -> weir.cluster.v1.ArtifactChunk
+	6,  // 13: weir.cluster.v1.TaskManager.Heartbeat:output_type -> weir.cluster.v1.HeartbeatResponse
+	12, // 14: weir.cluster.v1.TaskManager.SubmitJob:output_type -> weir.cluster.v1.SubmitJobResponse
+	14, // 15: weir.cluster.v1.TaskManager.CancelJob:output_type -> weir.cluster.v1.CancelJobResponse
+	16, // 16: weir.cluster.v1.TaskManager.TriggerSavepoint:output_type -> weir.cluster.v1.TriggerSavepointResponse
+	10, // [10:17] is the sub-list for method output_type
+	3,  // [3:10] is the sub-list for method input_type
+	3,  // [3:3] is the sub-list for extension type_name
+	3,  // [3:3] is the sub-list for extension extendee
+	0,  // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_cluster_proto_init() }
@@ -484,7 +1195,7 @@ func file_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_proto_rawDesc), len(file_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

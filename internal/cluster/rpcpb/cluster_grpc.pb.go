@@ -28,6 +28,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	JobManager_RegisterTaskManager_FullMethodName   = "/weir.cluster.v1.JobManager/RegisterTaskManager"
 	JobManager_UnregisterTaskManager_FullMethodName = "/weir.cluster.v1.JobManager/UnregisterTaskManager"
+	JobManager_FetchArtifact_FullMethodName         = "/weir.cluster.v1.JobManager/FetchArtifact"
 )
 
 // JobManagerClient is the client API for JobManager service.
@@ -45,6 +46,10 @@ type JobManagerClient interface {
 	// UnregisterTaskManager withdraws a TaskManager that shuts down, so that
 	// its slots disappear at once rather than after the heartbeat timeout.
 	UnregisterTaskManager(ctx context.Context, in *UnregisterTaskManagerRequest, opts ...grpc.CallOption) (*UnregisterTaskManagerResponse, error)
+	// FetchArtifact streams a job's executable, which a client uploaded to
+	// the JobManager's REST API, to a TaskManager that is to run the job.
+	// The TaskManager verifies the SHA-256 of what it received.
+	FetchArtifact(ctx context.Context, in *FetchArtifactRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ArtifactChunk], error)
 }
 
 type jobManagerClient struct {
@@ -75,6 +80,25 @@ func (c *jobManagerClient) UnregisterTaskManager(ctx context.Context, in *Unregi
 	return out, nil
 }
 
+func (c *jobManagerClient) FetchArtifact(ctx context.Context, in *FetchArtifactRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ArtifactChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &JobManager_ServiceDesc.Streams[0], JobManager_FetchArtifact_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[FetchArtifactRequest, ArtifactChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type JobManager_FetchArtifactClient = grpc.ServerStreamingClient[ArtifactChunk]
+
 // JobManagerServer is the server API for JobManager service.
 // All implementations must embed UnimplementedJobManagerServer
 // for forward compatibility.
@@ -90,6 +114,10 @@ type JobManagerServer interface {
 	// UnregisterTaskManager withdraws a TaskManager that shuts down, so that
 	// its slots disappear at once rather than after the heartbeat timeout.
 	UnregisterTaskManager(context.Context, *UnregisterTaskManagerRequest) (*UnregisterTaskManagerResponse, error)
+	// FetchArtifact streams a job's executable, which a client uploaded to
+	// the JobManager's REST API, to a TaskManager that is to run the job.
+	// The TaskManager verifies the SHA-256 of what it received.
+	FetchArtifact(*FetchArtifactRequest, grpc.ServerStreamingServer[ArtifactChunk]) error
 	mustEmbedUnimplementedJobManagerServer()
 }
 
@@ -105,6 +133,9 @@ func (UnimplementedJobManagerServer) RegisterTaskManager(context.Context, *Regis
 }
 func (UnimplementedJobManagerServer) UnregisterTaskManager(context.Context, *UnregisterTaskManagerRequest) (*UnregisterTaskManagerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UnregisterTaskManager not implemented")
+}
+func (UnimplementedJobManagerServer) FetchArtifact(*FetchArtifactRequest, grpc.ServerStreamingServer[ArtifactChunk]) error {
+	return status.Error(codes.Unimplemented, "method FetchArtifact not implemented")
 }
 func (UnimplementedJobManagerServer) mustEmbedUnimplementedJobManagerServer() {}
 func (UnimplementedJobManagerServer) testEmbeddedByValue()                    {}
@@ -163,6 +194,17 @@ func _JobManager_UnregisterTaskManager_Handler(srv interface{}, ctx context.Cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobManager_FetchArtifact_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(FetchArtifactRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(JobManagerServer).FetchArtifact(m, &grpc.GenericServerStream[FetchArtifactRequest, ArtifactChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type JobManager_FetchArtifactServer = grpc.ServerStreamingServer[ArtifactChunk]
+
 // JobManager_ServiceDesc is the grpc.ServiceDesc for JobManager service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -179,12 +221,21 @@ var JobManager_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _JobManager_UnregisterTaskManager_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "FetchArtifact",
+			Handler:       _JobManager_FetchArtifact_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "cluster.proto",
 }
 
 const (
-	TaskManager_Heartbeat_FullMethodName = "/weir.cluster.v1.TaskManager/Heartbeat"
+	TaskManager_Heartbeat_FullMethodName        = "/weir.cluster.v1.TaskManager/Heartbeat"
+	TaskManager_SubmitJob_FullMethodName        = "/weir.cluster.v1.TaskManager/SubmitJob"
+	TaskManager_CancelJob_FullMethodName        = "/weir.cluster.v1.TaskManager/CancelJob"
+	TaskManager_TriggerSavepoint_FullMethodName = "/weir.cluster.v1.TaskManager/TriggerSavepoint"
 )
 
 // TaskManagerClient is the client API for TaskManager service.
@@ -197,6 +248,17 @@ type TaskManagerClient interface {
 	// answer tells the JobManager that the TaskManager lives; its arrival
 	// tells the TaskManager that the JobManager lives.
 	Heartbeat(ctx context.Context, in *HeartbeatRequest, opts ...grpc.CallOption) (*HeartbeatResponse, error)
+	// SubmitJob starts one attempt of a job on the TaskManager: it fetches
+	// the artifact (unless cached) and starts it as a worker process. It
+	// answers once the attempt is accepted; how it goes is reported in the
+	// heartbeat responses.
+	SubmitJob(ctx context.Context, in *SubmitJobRequest, opts ...grpc.CallOption) (*SubmitJobResponse, error)
+	// CancelJob stops an attempt: SIGTERM to its worker, SIGKILL after a
+	// grace period.
+	CancelJob(ctx context.Context, in *CancelJobRequest, opts ...grpc.CallOption) (*CancelJobResponse, error)
+	// TriggerSavepoint takes a savepoint of a running attempt, and with stop
+	// ends it afterwards. It answers when the savepoint is complete.
+	TriggerSavepoint(ctx context.Context, in *TriggerSavepointRequest, opts ...grpc.CallOption) (*TriggerSavepointResponse, error)
 }
 
 type taskManagerClient struct {
@@ -217,6 +279,36 @@ func (c *taskManagerClient) Heartbeat(ctx context.Context, in *HeartbeatRequest,
 	return out, nil
 }
 
+func (c *taskManagerClient) SubmitJob(ctx context.Context, in *SubmitJobRequest, opts ...grpc.CallOption) (*SubmitJobResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SubmitJobResponse)
+	err := c.cc.Invoke(ctx, TaskManager_SubmitJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskManagerClient) CancelJob(ctx context.Context, in *CancelJobRequest, opts ...grpc.CallOption) (*CancelJobResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelJobResponse)
+	err := c.cc.Invoke(ctx, TaskManager_CancelJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskManagerClient) TriggerSavepoint(ctx context.Context, in *TriggerSavepointRequest, opts ...grpc.CallOption) (*TriggerSavepointResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TriggerSavepointResponse)
+	err := c.cc.Invoke(ctx, TaskManager_TriggerSavepoint_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TaskManagerServer is the server API for TaskManager service.
 // All implementations must embed UnimplementedTaskManagerServer
 // for forward compatibility.
@@ -227,6 +319,17 @@ type TaskManagerServer interface {
 	// answer tells the JobManager that the TaskManager lives; its arrival
 	// tells the TaskManager that the JobManager lives.
 	Heartbeat(context.Context, *HeartbeatRequest) (*HeartbeatResponse, error)
+	// SubmitJob starts one attempt of a job on the TaskManager: it fetches
+	// the artifact (unless cached) and starts it as a worker process. It
+	// answers once the attempt is accepted; how it goes is reported in the
+	// heartbeat responses.
+	SubmitJob(context.Context, *SubmitJobRequest) (*SubmitJobResponse, error)
+	// CancelJob stops an attempt: SIGTERM to its worker, SIGKILL after a
+	// grace period.
+	CancelJob(context.Context, *CancelJobRequest) (*CancelJobResponse, error)
+	// TriggerSavepoint takes a savepoint of a running attempt, and with stop
+	// ends it afterwards. It answers when the savepoint is complete.
+	TriggerSavepoint(context.Context, *TriggerSavepointRequest) (*TriggerSavepointResponse, error)
 	mustEmbedUnimplementedTaskManagerServer()
 }
 
@@ -239,6 +342,15 @@ type UnimplementedTaskManagerServer struct{}
 
 func (UnimplementedTaskManagerServer) Heartbeat(context.Context, *HeartbeatRequest) (*HeartbeatResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Heartbeat not implemented")
+}
+func (UnimplementedTaskManagerServer) SubmitJob(context.Context, *SubmitJobRequest) (*SubmitJobResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SubmitJob not implemented")
+}
+func (UnimplementedTaskManagerServer) CancelJob(context.Context, *CancelJobRequest) (*CancelJobResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelJob not implemented")
+}
+func (UnimplementedTaskManagerServer) TriggerSavepoint(context.Context, *TriggerSavepointRequest) (*TriggerSavepointResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TriggerSavepoint not implemented")
 }
 func (UnimplementedTaskManagerServer) mustEmbedUnimplementedTaskManagerServer() {}
 func (UnimplementedTaskManagerServer) testEmbeddedByValue()                     {}
@@ -279,6 +391,60 @@ func _TaskManager_Heartbeat_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TaskManager_SubmitJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SubmitJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskManagerServer).SubmitJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskManager_SubmitJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskManagerServer).SubmitJob(ctx, req.(*SubmitJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaskManager_CancelJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskManagerServer).CancelJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskManager_CancelJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskManagerServer).CancelJob(ctx, req.(*CancelJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaskManager_TriggerSavepoint_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TriggerSavepointRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskManagerServer).TriggerSavepoint(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskManager_TriggerSavepoint_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskManagerServer).TriggerSavepoint(ctx, req.(*TriggerSavepointRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TaskManager_ServiceDesc is the grpc.ServiceDesc for TaskManager service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -289,6 +455,18 @@ var TaskManager_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Heartbeat",
 			Handler:    _TaskManager_Heartbeat_Handler,
+		},
+		{
+			MethodName: "SubmitJob",
+			Handler:    _TaskManager_SubmitJob_Handler,
+		},
+		{
+			MethodName: "CancelJob",
+			Handler:    _TaskManager_CancelJob_Handler,
+		},
+		{
+			MethodName: "TriggerSavepoint",
+			Handler:    _TaskManager_TriggerSavepoint_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

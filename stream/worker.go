@@ -1,0 +1,284 @@
+package stream
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/weirproject/weir/internal/graph"
+)
+
+// Worker mode: a TaskManager runs a job program as a child process with
+// these environment variables set. Execute then runs the job as usual and
+// also reports on it through a status file that the TaskManager reads,
+// serves savepoint requests on a loopback HTTP endpoint, and cancels the
+// job on SIGTERM.
+const (
+	// WorkerStatusEnv names the status file (JSON, replaced atomically).
+	WorkerStatusEnv = "WEIR_WORKER_STATUS"
+	// WorkerJobIDEnv is the cluster's ID of the job.
+	WorkerJobIDEnv = "WEIR_JOB_ID"
+	// WorkerTokenEnv is the secret the control endpoint requires, so that
+	// other local users cannot stop the job.
+	WorkerTokenEnv = "WEIR_WORKER_TOKEN"
+	// WorkerFingerprintEnv is the fingerprint of the job graph the client
+	// submitted; a worker whose program builds a different graph fails.
+	WorkerFingerprintEnv = "WEIR_JOB_FINGERPRINT"
+)
+
+// workerStatusInterval is how often a worker rewrites its status file.
+const workerStatusInterval = 200 * time.Millisecond
+
+// WorkerStatus is the content of a worker's status file.
+type WorkerStatus struct {
+	JobID string `json:"jobId"`
+	// State is RUNNING, FINISHED, FAILED or CANCELED.
+	State                string               `json:"state"`
+	Vertices             []WorkerVertexStatus `json:"vertices"`
+	CompletedCheckpoints int                  `json:"completedCheckpoints"`
+	LatestCheckpoint     string               `json:"latestCheckpoint,omitempty"`
+	Error                string               `json:"error,omitempty"`
+	// Control is the host:port of the worker's control endpoint:
+	// POST /savepoint with {"dir", "stop", "drain"} answers {"path"} or
+	// {"error"}, and needs "Authorization: Bearer $WEIR_WORKER_TOKEN".
+	Control string `json:"control,omitempty"`
+	Updated int64  `json:"updated"` // Unix milliseconds
+}
+
+// WorkerVertexStatus sums the counters of one job vertex's subtasks.
+type WorkerVertexStatus struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Parallelism int    `json:"parallelism"`
+	RecordsIn   int64  `json:"recordsIn"`
+	RecordsOut  int64  `json:"recordsOut"`
+}
+
+// WorkerSavepointRequest is the body of POST /savepoint.
+type WorkerSavepointRequest struct {
+	Dir   string `json:"dir"`
+	Stop  bool   `json:"stop"`
+	Drain bool   `json:"drain"`
+}
+
+// WorkerSavepointResponse is its answer.
+type WorkerSavepointResponse struct {
+	Path  string `json:"path,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// worker reports on the job of a program run in worker mode; nil outside
+// worker mode, where its methods fall back to plain execution.
+type worker struct {
+	statusPath string
+	jobID      string
+	token      string
+
+	jc      *JobClient
+	ln      net.Listener
+	server  *http.Server
+	stopSig func()
+	done    chan struct{} // closed when the final status is written
+
+	mu       sync.Mutex
+	canceled bool // by SIGTERM
+}
+
+// newWorker returns nil outside worker mode, and an error when the graph
+// is not the one the client submitted: the code before Execute must build
+// the same graph in the client and in every worker.
+func newWorker(jg *graph.JobGraph) (*worker, error) {
+	path := os.Getenv(WorkerStatusEnv)
+	if path == "" {
+		return nil, nil
+	}
+	if want := os.Getenv(WorkerFingerprintEnv); want != "" && want != jg.Fingerprint {
+		return nil, fmt.Errorf("stream: worker mode: this program built a job graph with fingerprint %s, but the submitted job's is %s; "+
+			"the code before Execute must build the same graph every time it runs (no randomness, clocks or host-specific input)",
+			jg.Fingerprint, want)
+	}
+	return &worker{
+		statusPath: path,
+		jobID:      os.Getenv(WorkerJobIDEnv),
+		token:      os.Getenv(WorkerTokenEnv),
+		done:       make(chan struct{}),
+	}, nil
+}
+
+// start begins reporting on jc. The job keeps running when reporting
+// fails to set up; the TaskManager then judges it by its exit status.
+func (w *worker) start(jc *JobClient) {
+	if w == nil {
+		return
+	}
+	w.jc = jc
+	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+		w.ln = ln
+		mux := http.NewServeMux()
+		mux.HandleFunc("POST /savepoint", w.handleSavepoint)
+		w.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go w.server.Serve(ln)
+	} else {
+		fmt.Fprintf(os.Stderr, "weir worker: no control endpoint, savepoints are unavailable: %v\n", err)
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM)
+	quit := make(chan struct{})
+	w.stopSig = func() { signal.Stop(sigs); close(quit) }
+	go func() {
+		select {
+		case <-sigs:
+			w.mu.Lock()
+			w.canceled = true
+			w.mu.Unlock()
+			jc.Cancel()
+		case <-quit:
+		}
+	}()
+	go w.report()
+}
+
+// report rewrites the status file until the job ends, then writes the
+// final status.
+func (w *worker) report() {
+	defer close(w.done)
+	tick := time.NewTicker(workerStatusInterval)
+	defer tick.Stop()
+	w.write("RUNNING", nil)
+	for {
+		select {
+		case <-w.jc.Done():
+			err := w.jc.Wait()
+			w.stopSig()
+			if w.server != nil {
+				// Shutdown, not Close: the answer to a stop-with-savepoint
+				// may still be on its way when the job ends.
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				w.server.Shutdown(ctx)
+				cancel()
+			}
+			w.mu.Lock()
+			canceled := w.canceled
+			w.mu.Unlock()
+			state := "FINISHED"
+			switch {
+			case canceled:
+				state = "CANCELED"
+			case err != nil:
+				state = "FAILED"
+			}
+			w.write(state, err)
+			return
+		case <-tick.C:
+			w.write("RUNNING", nil)
+		}
+	}
+}
+
+// wait waits for the job and its final status; outside worker mode it is
+// jc.Wait.
+func (w *worker) wait(jc *JobClient) error {
+	err := jc.Wait()
+	if w != nil {
+		<-w.done
+	}
+	return err
+}
+
+func (w *worker) write(state string, jobErr error) {
+	st := WorkerStatus{
+		JobID:                w.jobID,
+		State:                state,
+		CompletedCheckpoints: w.jc.CompletedCheckpoints(),
+		LatestCheckpoint:     w.jc.LatestCheckpoint(),
+		Updated:              time.Now().UnixMilli(),
+	}
+	if jobErr != nil {
+		st.Error = jobErr.Error()
+	}
+	if w.ln != nil && state == "RUNNING" {
+		st.Control = w.ln.Addr().String()
+	}
+	byVertex := make(map[graph.JobVertexID]*WorkerVertexStatus)
+	for _, v := range w.jc.Graph.Vertices {
+		vs := &WorkerVertexStatus{ID: string(v.ID), Name: v.Name, Parallelism: v.Parallelism}
+		byVertex[v.ID] = vs
+	}
+	for _, m := range w.jc.Metrics() {
+		if vs := byVertex[m.Vertex]; vs != nil {
+			vs.RecordsIn += m.RecordsIn
+			vs.RecordsOut += m.RecordsOut
+		}
+	}
+	for _, v := range w.jc.Graph.Vertices {
+		st.Vertices = append(st.Vertices, *byVertex[v.ID])
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		return
+	}
+	// Write and rename, so that the TaskManager never reads half a file.
+	tmp, err := os.CreateTemp(filepath.Dir(w.statusPath), ".status-*")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "weir worker: status file: %v\n", err)
+		return
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), w.statusPath)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		fmt.Fprintf(os.Stderr, "weir worker: status file: %v\n", err)
+	}
+}
+
+func (w *worker) handleSavepoint(rw http.ResponseWriter, r *http.Request) {
+	reply := func(code int, resp WorkerSavepointResponse) {
+		rw.Header().Set("Content-Type", "application/json")
+		rw.WriteHeader(code)
+		json.NewEncoder(rw).Encode(resp)
+	}
+	if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+w.token)) != 1 {
+		reply(http.StatusUnauthorized, WorkerSavepointResponse{Error: "wrong or missing worker token"})
+		return
+	}
+	var req WorkerSavepointRequest
+	if err := json.NewDecoder(http.MaxBytesReader(rw, r.Body, 1<<20)).Decode(&req); err != nil {
+		reply(http.StatusBadRequest, WorkerSavepointResponse{Error: "bad request: " + err.Error()})
+		return
+	}
+	if req.Dir == "" {
+		reply(http.StatusBadRequest, WorkerSavepointResponse{Error: "no savepoint directory"})
+		return
+	}
+	var path string
+	var err error
+	if req.Stop {
+		path, err = w.jc.StopWithSavepoint(r.Context(), req.Dir, req.Drain)
+	} else {
+		path, err = w.jc.TriggerSavepoint(r.Context(), req.Dir)
+	}
+	if err != nil {
+		code := http.StatusInternalServerError
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			code = http.StatusGatewayTimeout
+		}
+		reply(code, WorkerSavepointResponse{Error: err.Error()})
+		return
+	}
+	reply(http.StatusOK, WorkerSavepointResponse{Path: path})
+}
