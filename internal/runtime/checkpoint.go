@@ -57,6 +57,10 @@ type TaskSnapshot struct {
 	// encoded with the input's record codec. A restore replays them before
 	// any new input.
 	InFlight map[string][][]byte `json:",omitempty"`
+	// UIDs are the task's operators; Finished says that their input had
+	// ended and they had finished when the snapshot was taken.
+	UIDs     []string `json:",omitempty"`
+	Finished bool     `json:",omitempty"`
 }
 
 // restoredState is what one subtask restores: for each operator UID the
@@ -74,6 +78,9 @@ type restoredState struct {
 	// they cannot be restored.
 	inFlight    map[string][][]byte
 	inFlightErr error
+	// finished: every operator of the subtask had finished in the
+	// checkpoint (every old subtask, after a rescale).
+	finished bool
 }
 
 // CompletedCheckpoint is a checkpoint every task acknowledged.
@@ -128,6 +135,7 @@ func (c *CompletedCheckpoint) stateFor(uids []string, subtask, parallelism int) 
 			out.rescaled[uid] = true
 		}
 	}
+	out.finished = c.finishedFor(uids, subtask, parallelism)
 	for _, t := range c.Tasks {
 		for uid, pieces := range t.InFlight {
 			if !slices.Contains(uids, uid) || !slices.ContainsFunc(pieces, func(p []byte) bool { return len(p) > 0 }) {
@@ -534,4 +542,33 @@ func (u *unalignedTracker) stop() {
 	if u.timer != nil {
 		u.timer.Stop()
 	}
+}
+
+// finishedFor reports whether every one of the operators had finished in
+// the checkpoint: in the same subtask at an unchanged parallelism, in every
+// old subtask after a rescale. An operator the checkpoint does not know
+// (new in the job) has not finished.
+func (c *CompletedCheckpoint) finishedFor(uids []string, subtask, parallelism int) bool {
+	if len(uids) == 0 {
+		return false
+	}
+	for _, uid := range uids {
+		seen := false
+		for _, t := range c.Tasks {
+			if !slices.Contains(t.UIDs, uid) {
+				continue
+			}
+			if t.Parallelism == parallelism && t.Subtask != subtask {
+				continue
+			}
+			if !t.Finished {
+				return false
+			}
+			seen = true
+		}
+		if !seen {
+			return false
+		}
+	}
+	return true
 }

@@ -38,6 +38,9 @@ type attempt struct {
 	gates  [][2]any
 	runs   []func(*Task, any, [2]any) error
 	acks   chan checkpointAck
+	// waiting receives the index of each task that finished and waits
+	// for its final checkpoint.
+	waiting chan int
 }
 
 type checkpointAck struct {
@@ -90,7 +93,8 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 	exactlyOnce := config.CheckpointMode.Get(cfg) == config.CheckpointModeExactlyOnce
 	unaligned := exactlyOnce && config.UnalignedCheckpoints.Get(cfg)
 	alignedTimeout := config.AlignedCheckpointTimeout.Get(cfg)
-	a := &attempt{number: number, acks: make(chan checkpointAck, 64)}
+	a := &attempt{number: number, acks: make(chan checkpointAck, 64), waiting: make(chan int, 64)}
+	waitFinal := !batch && config.CheckpointInterval.Get(cfg) > 0
 
 	// Input gates: one per consumer subtask and logical input; channels are
 	// numbered in the order of InputChannels.
@@ -166,6 +170,9 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 				clock:         d.mc.Clock,
 				acks:          a.acks,
 				storage:       d.storage,
+				uids:          operatorUIDs(v.JobVertex),
+				waitFinal:     waitFinal,
+				waiting:       a.waiting,
 				restore:       restore.stateFor(operatorUIDs(v.JobVertex), ev.SubtaskIndex, v.JobVertex.Parallelism),
 				head:          &OperatorInfo{Node: headNode.ID, Kind: headNode.Kind, Name: headNode.Name, UID: uidOfNode[headNode.ID], MaxParallelism: headNode.MaxParallelism},
 			}
@@ -408,9 +415,15 @@ func (c *coordinator) run(ctx context.Context) error {
 	)
 	// checkpointFailed aborts the checkpoint at the tasks and fails the
 	// attempt once more checkpoints failed in a row than tolerated.
+	var release func()
+	var allFinished func() bool
 	checkpointFailed := func(id int64, cause error) error {
 		lastEnd = time.Now()
 		c.abort(id)
+		if allFinished() {
+			c.d.logger.Warn("final checkpoint failed; the job commits at its end instead", "checkpoint", id, "err", cause)
+			release()
+		}
 		if cur != nil && cur.savepoint != nil {
 			return nil // a failed savepoint is the requester's business
 		}
@@ -425,9 +438,27 @@ func (c *coordinator) run(ctx context.Context) error {
 			r.reply <- savepointResult{err: err}
 		}
 	}
+	// waiting marks the tasks that finished and wait for their final
+	// checkpoint; they are triggered directly, since no barrier reaches
+	// them any more. stopped: a final checkpoint failed, the waiting tasks
+	// were released and the job's final commit takes over.
+	waiting := make([]bool, len(c.a.tasks))
+	stopped := false
+	allFinished = func() bool {
+		for i, t := range c.a.tasks {
+			if !waiting[i] && !isDone(t) {
+				return false
+			}
+		}
+		return true
+	}
+	trigger := func(i int, id int64, drain bool) {
+		t := c.a.tasks[i]
+		t.send(func() { t.triggerCheckpoint(id, drain) })
+	}
 	start := func(sp *savepointRequest) {
-		if c.anyTaskDone() {
-			fail(sp, errors.New("savepoint: the job has finished tasks; savepoints need every task running"))
+		if stopped {
+			fail(sp, errors.New("savepoint: the job's tasks finished and its final checkpoint failed"))
 			return
 		}
 		cur = &inflight{id: next, started: time.Now(), acks: make(map[int]*TaskSnapshot), savepoint: sp}
@@ -436,10 +467,25 @@ func (c *coordinator) run(ctx context.Context) error {
 		}
 		next++
 		drain := sp != nil && sp.drain
-		for _, t := range c.a.tasks {
-			if t.isSource {
-				id := cur.id
-				t.send(func() { t.triggerCheckpoint(id, drain) })
+		for i, t := range c.a.tasks {
+			switch {
+			case isDone(t):
+				// It exited after its final checkpoint: nothing of it is
+				// left to snapshot.
+				cur.acks[i] = &TaskSnapshot{Vertex: t.vertexID, Subtask: t.subtask, Parallelism: t.parallelism,
+					UIDs: t.uids, Finished: true}
+			case t.isSource || waiting[i]:
+				trigger(i, cur.id, drain)
+			}
+		}
+	}
+	// release lets the waiting tasks exit when their final checkpoint
+	// cannot be taken.
+	release = func() {
+		stopped = true
+		for i, t := range c.a.tasks {
+			if waiting[i] {
+				t.send(t.releaseFinal)
 			}
 		}
 	}
@@ -469,6 +515,19 @@ func (c *coordinator) run(ctx context.Context) error {
 			return nil
 		case sp := <-c.d.savepoints:
 			queued = append(queued, sp)
+		case i := <-c.a.waiting:
+			waiting[i] = true
+			if stopped {
+				c.a.tasks[i].send(c.a.tasks[i].releaseFinal)
+				continue
+			}
+			if cur != nil && cur.acks[i] == nil {
+				// Its barriers may never come: its input ended.
+				trigger(i, cur.id, false)
+			}
+			if cur == nil && len(queued) == 0 && allFinished() {
+				start(nil) // the final checkpoint: nothing to wait for
+			}
 		case <-timeoutTicker.C:
 			if cur != nil && time.Since(cur.started) > c.timeout {
 				c.d.logger.Warn("checkpoint timed out", "checkpoint", cur.id)
@@ -554,6 +613,11 @@ func (c *coordinator) run(ctx context.Context) error {
 			c.d.job.completed++
 			c.d.job.mu.Unlock()
 			c.notify(done.id)
+			if len(queued) == 0 && !stopped && allFinished() && !allFinal(done) {
+				// Tasks that finished while this checkpoint ran still
+				// wait for one taken after they finished.
+				start(nil)
+			}
 		}
 	}
 }
@@ -594,6 +658,27 @@ func (c *coordinator) nextID() int64 {
 		return cp.ID + 1
 	}
 	return 1
+}
+
+// isDone reports whether a task's goroutine returned.
+func isDone(t *Task) bool {
+	select {
+	case <-t.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// allFinal reports whether every task's snapshot in a checkpoint was taken
+// after it finished: then the checkpoint was every task's final one.
+func allFinal(cp *inflight) bool {
+	for _, s := range cp.acks {
+		if s == nil || !s.Finished {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *coordinator) anyTaskDone() bool {

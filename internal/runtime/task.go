@@ -101,8 +101,23 @@ type Task struct {
 	// storage is the job's checkpoint storage, where incremental
 	// snapshots upload their files.
 	storage *checkpointStorage
-	clock   Clock
-	pts     *ProcessingTimeService
+	// uids are the UIDs of the task's operators, recorded in snapshots
+	// so that a restore knows which operators finished.
+	uids []string
+	// waitFinal keeps a finished task for a final checkpoint (the job
+	// checkpoints); waiting tells the coordinator that it finished.
+	waitFinal bool
+	waiting   chan<- int
+	// finished is set once the task's input ended and its operators
+	// finished; finalCheckpoint is the first checkpoint it took after
+	// that, committed the latest checkpoint it was told completed.
+	finished        bool
+	released        bool
+	finalCheckpoint int64
+	committed       int64
+	lastCheckpoint  int64
+	clock           Clock
+	pts             *ProcessingTimeService
 	// current is the operator running user code right now; a panic or a
 	// user error is attributed to it.
 	current *OperatorInfo
@@ -310,6 +325,10 @@ func (t *Task) run(body func()) (err error) {
 		}
 		opened++
 	}
+	if t.restore != nil && t.restore.finished {
+		t.endRestoredFinished()
+		return nil
+	}
 	body()
 	return nil
 }
@@ -362,6 +381,7 @@ func (t *Task) finish() {
 	for _, w := range t.writers {
 		w.EndOfPartition()
 	}
+	t.awaitFinalCheckpoint()
 }
 
 func (t *Task) flush() {
@@ -1174,6 +1194,11 @@ func (s *sourceSnapshotter[T]) SnapshotState(int64) ([]byte, error) {
 	ser, err := s.serializer()
 	if err != nil {
 		return nil, err
+	}
+	if *s.reader == nil {
+		// Never started (restored finished): its splits are what it was
+		// given, none for a finished source.
+		return ser.EncodeSplits(s.t.splits)
 	}
 	splits, err := (*s.reader).Snapshot()
 	if err != nil {

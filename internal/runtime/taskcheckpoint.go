@@ -21,7 +21,7 @@ func (t *Task) send(f func()) {
 // (stop-with-savepoint) the maximum watermark goes first, so that event
 // time ends before the savepoint.
 func (t *Task) triggerCheckpoint(id int64, drain bool) {
-	if drain && t.drainSource != nil {
+	if drain && t.drainSource != nil && !t.finished {
 		t.drainSource()
 	}
 	t.checkpoint(id)
@@ -76,7 +76,18 @@ type runningAck struct {
 // and acknowledges to the coordinator. The snapshot is taken in the task's
 // goroutine, between two records, so no operator locks; an operator that
 // cannot snapshot declines the checkpoint without failing the task.
-func (t *Task) checkpoint(id int64) { t.acknowledge(t.snapshot(id, t.isSavepoint(id))) }
+func (t *Task) checkpoint(id int64) {
+	// A finished task is triggered directly, and may be triggered again
+	// for a checkpoint whose barriers reached it before it finished.
+	if id <= t.lastCheckpoint {
+		return
+	}
+	t.lastCheckpoint = id
+	if t.finished && t.finalCheckpoint == 0 {
+		t.finalCheckpoint = id
+	}
+	t.acknowledge(t.snapshot(id, t.isSavepoint(id)))
+}
 
 // isSavepoint reports whether the checkpoint being triggered at a source
 // is a savepoint, which must be aligned: its state has to be
@@ -96,7 +107,7 @@ func (t *Task) isSavepoint(id int64) bool {
 // flight of an unaligned checkpoint do not hold the stream back.
 func (t *Task) snapshot(id int64, align bool) *pendingCheckpoint {
 	p := &pendingCheckpoint{id: id, snap: &TaskSnapshot{Vertex: t.vertexID, Subtask: t.subtask, Parallelism: t.parallelism,
-		Operators: make(map[string][]byte), MaxParallelism: make(map[string]int)}}
+		Operators: make(map[string][]byte), MaxParallelism: make(map[string]int), UIDs: t.uids, Finished: t.finished}}
 	for _, ns := range t.snapshotters {
 		t.current = ns.info
 		if as, ok := ns.s.(AsyncSnapshotter); ok {
@@ -119,6 +130,10 @@ func (t *Task) snapshot(id int64, align bool) *pendingCheckpoint {
 		}
 	}
 	t.current = t.head
+	if t.finished {
+		// Its channels ended: no barrier follows an end of partition.
+		return p
+	}
 	for _, w := range t.writers {
 		if t.unaligned {
 			w.PriorityBarrier(id, align)
@@ -261,12 +276,16 @@ func (t *Task) notifyCheckpointComplete(id int64) {
 			panic(userFailure{fmt.Errorf("commit checkpoint %d: %w", id, err)})
 		}
 	}
+	t.committed = max(t.committed, id)
 }
 
 // notifyCheckpointAborted tells the task's operators that a checkpoint
 // was given up.
 func (t *Task) notifyCheckpointAborted(id int64) {
 	t.cancelAsync(id)
+	if id == t.finalCheckpoint {
+		t.finalCheckpoint = 0 // the next checkpoint is the final one
+	}
 	for _, l := range t.aborters {
 		if err := l.NotifyCheckpointAborted(id); err != nil {
 			panic(userFailure{fmt.Errorf("abort checkpoint %d: %w", id, err)})
