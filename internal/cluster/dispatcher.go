@@ -14,6 +14,7 @@ import (
 
 	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/internal/cluster/rpcpb"
+	"github.com/weirproject/weir/internal/runtime"
 )
 
 // Job states, as Flink names them.
@@ -148,7 +149,7 @@ type job struct {
 	plan        JobPlan
 	slots       int
 	slotTimeout time.Duration
-	restart     restartStrategy
+	restart     runtime.RestartStrategy
 	events      chan jobEvent // to the job's goroutine
 
 	state         string
@@ -317,7 +318,7 @@ func (d *dispatcher) run(j *job) {
 		if ended.kind == "lost" {
 			reason = fmt.Sprintf("taskmanager %s was lost: %s", tm.ResourceID, ended.err)
 		}
-		delay, rerr := j.restart.onFailure(time.Now(), time.Since(started))
+		delay, rerr := j.restart.OnFailure(time.Now(), time.Since(started))
 		if rerr != nil {
 			d.end(j, fmt.Errorf("attempt %d failed: %s; %v", attempt, reason, rerr))
 			return

@@ -69,7 +69,7 @@ func TestJobConfigRestartStrategy(t *testing.T) {
 		s := restartStrategyFrom(cfg)
 		n := 0
 		for ; n < 10; n++ {
-			if _, err := s.onFailure(time.Now(), time.Second); err != nil {
+			if _, err := s.OnFailure(time.Now(), time.Second); err != nil {
 				break
 			}
 		}

@@ -272,14 +272,14 @@ func operatorUIDs(v *graph.JobVertex) []string {
 // run executes attempts until one succeeds, ctx ends, or the restart
 // strategy gives up.
 func (d *deployer) run(ctx context.Context, a *attempt) error {
-	strategy := newRestartStrategy(d.cfg)
+	strategy := NewRestartStrategy(d.cfg, config.RestartStrategy.Default)
 	for {
 		started := time.Now()
 		err := d.runAttempt(ctx, a)
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
-		delay, giveUp := strategy.onFailure(time.Now(), time.Since(started))
+		delay, giveUp := strategy.OnFailure(time.Now(), time.Since(started))
 		if giveUp != nil {
 			if _, none := strategy.(noRestart); none {
 				return err

@@ -8,17 +8,23 @@ import (
 	"github.com/weirproject/weir/config"
 )
 
-// restartStrategy decides whether and when a failed job restarts. It sees
+// RestartStrategy decides whether and when a failed job restarts. It sees
 // each failure with the time it happened and how long the failed attempt
-// ran.
-type restartStrategy interface {
-	// onFailure returns the pause before the restart, or an error that
+// ran. The mini cluster restarts attempts with it, the cluster whole jobs.
+type RestartStrategy interface {
+	// OnFailure returns the pause before the restart, or an error that
 	// says why the job must fail instead.
-	onFailure(now time.Time, ran time.Duration) (time.Duration, error)
+	OnFailure(now time.Time, ran time.Duration) (time.Duration, error)
 }
 
-func newRestartStrategy(cfg *config.Configuration) restartStrategy {
-	switch config.RestartStrategy.Get(cfg) {
+// NewRestartStrategy returns the strategy the restart-strategy.* options
+// describe; def is the type to use when restart-strategy.type is not set.
+func NewRestartStrategy(cfg *config.Configuration, def string) RestartStrategy {
+	typ := config.RestartStrategy.Get(cfg)
+	if !cfg.IsSet(config.RestartStrategy.Key) {
+		typ = def
+	}
+	switch typ {
 	case config.RestartStrategyFixedDelay:
 		return &fixedDelay{attempts: config.RestartAttempts.Get(cfg), delay: config.RestartDelay.Get(cfg)}
 	case config.RestartStrategyFailureRate:
@@ -41,7 +47,7 @@ func newRestartStrategy(cfg *config.Configuration) restartStrategy {
 
 type noRestart struct{}
 
-func (noRestart) onFailure(time.Time, time.Duration) (time.Duration, error) {
+func (noRestart) OnFailure(time.Time, time.Duration) (time.Duration, error) {
 	return 0, fmt.Errorf("restart-strategy.type is none")
 }
 
@@ -51,7 +57,7 @@ type fixedDelay struct {
 	delay          time.Duration
 }
 
-func (s *fixedDelay) onFailure(time.Time, time.Duration) (time.Duration, error) {
+func (s *fixedDelay) OnFailure(time.Time, time.Duration) (time.Duration, error) {
 	if s.used >= s.attempts {
 		return 0, fmt.Errorf("job failed after %d restarts (restart-strategy.fixed-delay.attempts)", s.used)
 	}
@@ -68,7 +74,7 @@ type failureRate struct {
 	failures []time.Time
 }
 
-func (s *failureRate) onFailure(now time.Time, _ time.Duration) (time.Duration, error) {
+func (s *failureRate) OnFailure(now time.Time, _ time.Duration) (time.Duration, error) {
 	s.failures = append(s.failures, now)
 	recent := s.failures[:0]
 	for _, f := range s.failures {
@@ -92,7 +98,7 @@ type exponentialDelay struct {
 	next                time.Duration
 }
 
-func (s *exponentialDelay) onFailure(_ time.Time, ran time.Duration) (time.Duration, error) {
+func (s *exponentialDelay) OnFailure(_ time.Time, ran time.Duration) (time.Duration, error) {
 	if s.next == 0 || ran >= s.reset {
 		s.next, s.used = s.initial, 0
 	}

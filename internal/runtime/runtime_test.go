@@ -166,11 +166,11 @@ func TestRestartStrategies(t *testing.T) {
 	t0 := time.Unix(0, 0)
 	fd := &fixedDelay{attempts: 2, delay: time.Second}
 	for i := 0; i < 2; i++ {
-		if d, err := fd.onFailure(t0, 0); err != nil || d != time.Second {
+		if d, err := fd.OnFailure(t0, 0); err != nil || d != time.Second {
 			t.Fatalf("fixed-delay restart %d: %v %v", i, d, err)
 		}
 	}
-	if _, err := fd.onFailure(t0, 0); err == nil || !strings.Contains(err.Error(), "after 2 restarts") {
+	if _, err := fd.OnFailure(t0, 0); err == nil || !strings.Contains(err.Error(), "after 2 restarts") {
 		t.Fatalf("fixed-delay third failure: %v", err)
 	}
 
@@ -178,7 +178,7 @@ func TestRestartStrategies(t *testing.T) {
 	for _, at := range []time.Duration{0, 30 * time.Second, 70 * time.Second, 80 * time.Second} {
 		// At 70 s the failure at 0 s has left the one-minute window (two
 		// remain: 30, 70); at 80 s there are three within it: one too many.
-		_, err := fr.onFailure(t0.Add(at), 0)
+		_, err := fr.OnFailure(t0.Add(at), 0)
 		if want := at == 80*time.Second; (err != nil) != want {
 			t.Fatalf("failure-rate at %v: %v", at, err)
 		}
@@ -187,7 +187,7 @@ func TestRestartStrategies(t *testing.T) {
 	ed := &exponentialDelay{initial: time.Second, max: 5 * time.Second, multiplier: 2, reset: time.Hour, attempts: 100}
 	var delays []time.Duration
 	for i := 0; i < 5; i++ {
-		d, err := ed.onFailure(t0, time.Second)
+		d, err := ed.OnFailure(t0, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +196,7 @@ func TestRestartStrategies(t *testing.T) {
 	if want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}; !slices.Equal(delays, want) {
 		t.Fatalf("exponential delays %v, want %v", delays, want)
 	}
-	if d, _ := ed.onFailure(t0, 2*time.Hour); d != time.Second {
+	if d, _ := ed.OnFailure(t0, 2*time.Hour); d != time.Second {
 		t.Fatalf("after a long healthy run the backoff did not reset: %v", d)
 	}
 }
