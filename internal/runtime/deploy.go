@@ -48,6 +48,9 @@ type checkpointAck struct {
 	id   int64
 	snap *TaskSnapshot
 	err  error
+	// exited: the task finished and exited; it acknowledges the
+	// checkpoint in flight, if any, as finished.
+	exited bool
 }
 
 // enumerateSplits asks every source for its splits once per job, like
@@ -316,10 +319,21 @@ func (d *deployer) runAttempt(ctx context.Context, a *attempt) error {
 		t.ctx = gctx
 		ev, head, g, run := a.evs[i], a.heads[i], a.gates[i], a.runs[i]
 		ex := ev.Current()
-		group.Go(func() error {
+		group.Go(func() (err error) {
+			defer func() {
+				if err == nil && t.waitFinal {
+					// After done is closed: a finished task that exited
+					// stands for its snapshot in the checkpoint in flight,
+					// whose trigger it may have left in its mailbox.
+					select {
+					case a.acks <- checkpointAck{task: t.index, exited: true}:
+					case <-gctx.Done():
+					}
+				}
+			}()
 			defer close(t.done)
 			ex.Transition(graph.StateRunning, nil)
-			err := run(t, head, g)
+			err = run(t, head, g)
 			switch {
 			case err == nil:
 				ex.Transition(graph.StateFinished, nil)
@@ -472,8 +486,7 @@ func (c *coordinator) run(ctx context.Context) error {
 			case isDone(t):
 				// It exited after its final checkpoint: nothing of it is
 				// left to snapshot.
-				cur.acks[i] = &TaskSnapshot{Vertex: t.vertexID, Subtask: t.subtask, Parallelism: t.parallelism,
-					UIDs: t.uids, Finished: true}
+				cur.acks[i] = finishedSnapshot(t)
 			case t.isSource || waiting[i]:
 				trigger(i, cur.id, drain)
 			}
@@ -544,6 +557,12 @@ func (c *coordinator) run(ctx context.Context) error {
 				start(nil)
 			}
 		case ack := <-c.a.acks:
+			if ack.exited {
+				if cur == nil || cur.acks[ack.task] != nil {
+					continue
+				}
+				ack = checkpointAck{task: ack.task, id: cur.id, snap: finishedSnapshot(c.a.tasks[ack.task])}
+			}
 			if cur == nil || ack.id != cur.id {
 				continue
 			}
@@ -658,6 +677,12 @@ func (c *coordinator) nextID() int64 {
 		return cp.ID + 1
 	}
 	return 1
+}
+
+// finishedSnapshot stands for a task that exited after its final
+// checkpoint.
+func finishedSnapshot(t *Task) *TaskSnapshot {
+	return &TaskSnapshot{Vertex: t.vertexID, Subtask: t.subtask, Parallelism: t.parallelism, UIDs: t.uids, Finished: true}
 }
 
 // isDone reports whether a task's goroutine returned.
