@@ -190,7 +190,12 @@ func (m *Manager) Close() error {
 	m.peers = map[string]*peer{}
 	raw := m.raw
 	m.raw = map[net.Conn]struct{}{}
-	senders := m.senders
+	// Copied under the lock: releasing a sender unregisters it, which
+	// deletes from the map.
+	senders := make([]*Sender, 0, len(m.senders))
+	for _, snd := range m.senders {
+		senders = append(senders, snd)
+	}
 	gates := make([]*Gate, 0, len(m.gates))
 	for g := range m.gates {
 		gates = append(gates, g)
