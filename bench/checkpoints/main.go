@@ -217,7 +217,7 @@ func pebbleSizes(args []string) error {
 			time.Sleep(time.Millisecond)
 			return rand.Int64N(keys)
 		}}, "keys")
-		stream.KeyedProcess[int64, int64, int64](stream.KeyBy(src, func(i int64) int64 { return i }), &writer{}).Name("writer").UID("writer")
+		nexmark.ToBlackhole(stream.KeyedProcess[int64, int64, int64](stream.KeyBy(src, func(i int64) int64 { return i }), &writer{}).Name("writer").UID("writer"))
 		start := time.Now()
 		job, err := env.ExecuteAsync(context.Background(), "pebble-"+kind)
 		if err != nil {
@@ -257,7 +257,7 @@ func pebbleSizes(args []string) error {
 		time.Sleep(time.Millisecond)
 		return rand.Int64N(keys)
 	}}, "keys")
-	stream.KeyedProcess[int64, int64, int64](stream.KeyBy(src, func(i int64) int64 { return i }), &writer{}).Name("writer").UID("writer")
+	nexmark.ToBlackhole(stream.KeyedProcess[int64, int64, int64](stream.KeyBy(src, func(i int64) int64 { return i }), &writer{}).Name("writer").UID("writer"))
 	start := time.Now()
 	job, err := env.ExecuteAsync(context.Background(), "pebble-restore")
 	if err != nil {
