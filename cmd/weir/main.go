@@ -14,12 +14,32 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
+
+	"github.com/weirproject/weir/stream"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := execute(ctx, newRootCommand())
+	root := newRootCommand()
+	if os.Getenv(stream.WorkerStatusEnv) != "" {
+		root.SetArgs(workerArgs(os.Args[1:]))
+	}
+	code := execute(ctx, root)
 	stop()
 	os.Exit(code)
+}
+
+// workerArgs puts the subcommand first when weir itself runs as a job's
+// worker (weir nexmark --jobmanager): a TaskManager passes its options
+// (-p, -D, --from-savepoint) before the job's arguments, which for weir
+// begin with the subcommand.
+func workerArgs(args []string) []string {
+	i := slices.Index(args, "nexmark")
+	if i <= 0 {
+		return args
+	}
+	out := append([]string{"nexmark"}, args[:i]...)
+	return append(out, args[i+1:]...)
 }

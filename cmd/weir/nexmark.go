@@ -39,6 +39,12 @@ type nexmarkOptions struct {
 	output      string
 	loopOutput  string
 	cpuProfile  string
+	jobManager  string
+	// fromSavepoint and allowNonRestored are set by a TaskManager that
+	// restarts the query from its latest checkpoint (--jobmanager).
+	fromSavepoint    string
+	allowNonRestored bool
+	clusterFlags     clusterFlags
 }
 
 func newNexmarkCommand() *cobra.Command {
@@ -57,7 +63,11 @@ relative to the loop's. --output FILE writes the engine's results to FILE
 and --baseline-output FILE the loop's, as JSON lines, one result a line.
 
 Queries: ` + queryList() + `. With --pregenerate the events are generated in
-memory first, so that the timing leaves the generator out.`,
+memory first, so that the timing leaves the generator out.
+
+With --jobmanager HOST:PORT the query runs on a cluster instead: the weir
+executable is uploaded as the job's artifact and a TaskManager runs it;
+weir follows the job and prints its throughput over the job's run time.`,
 		Example: `  weir nexmark --query q1 --events 1000000
   weir nexmark --query q3 --events 10000000 --parallelism 4 --baseline
   weir nexmark generate --events 1000 --output events.jsonl`,
@@ -65,6 +75,9 @@ memory first, so that the timing leaves the generator out.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := opts.validate(cmd); err != nil {
 				return err
+			}
+			if opts.jobManager != "" {
+				return runNexmarkOnCluster(cmd, opts)
 			}
 			return runNexmark(cmd.Context(), cmd.OutOrStdout(), opts)
 		},
@@ -83,6 +96,12 @@ memory first, so that the timing leaves the generator out.`,
 	f.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the engine's run to `file` (for go tool pprof)")
 	f.StringVar(&opts.output, "output", "", "also write the engine's results as JSON lines to `file`")
 	f.StringVar(&opts.loopOutput, "baseline-output", "", "write the baseline loop's results as JSON lines to `file` (implies --baseline)")
+	f.StringVar(&opts.jobManager, "jobmanager", "", "run the query on the cluster whose JobManager's REST API is at `HOST:PORT` instead of the local mini cluster")
+	f.StringVar(&opts.clusterFlags.token, "token", "", "the cluster's security token, with --jobmanager (prefer WEIR_TOKEN)")
+	f.StringVar(&opts.fromSavepoint, "from-savepoint", "", "start from a retained checkpoint or savepoint (set by a TaskManager restarting the query)")
+	f.BoolVar(&opts.allowNonRestored, "allow-non-restored-state", false, "with --from-savepoint, accept state no operator claims")
+	_ = f.MarkHidden("from-savepoint")
+	_ = f.MarkHidden("allow-non-restored-state")
 	cmd.AddCommand(newNexmarkGenerateCommand())
 	return cmd
 }
@@ -178,9 +197,8 @@ func measure(run func() (int64, error)) (measurement, error) {
 	return m, err
 }
 
-func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
-	q := nexmark.Queries[o.query]
-	gen := o.config()
+// environment configures the query's job as the flags say.
+func (o nexmarkOptions) environment() (*stream.Environment, error) {
 	cfg := config.New()
 	config.Parallelism.Set(cfg, o.parallelism)
 	settings := [][2]string{{config.StateBackend.Key, o.backend}}
@@ -190,16 +208,29 @@ func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
 	for _, d := range o.defines {
 		k, v, err := config.ParseDefinition(d)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		settings = append(settings, [2]string{k, v})
 	}
 	for _, kv := range settings {
 		if err := cfg.SetFrom("weir nexmark", kv[0], kv[1]); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	env := stream.NewEnvironmentWithConfig(cfg)
+	if o.fromSavepoint != "" {
+		env.RestoreFrom(o.fromSavepoint, o.allowNonRestored)
+	}
+	return env, nil
+}
+
+func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
+	q := nexmark.Queries[o.query]
+	gen := o.config()
+	env, err := o.environment()
+	if err != nil {
+		return err
+	}
 	input := gen.All(o.events)
 	var src *stream.Stream[nexmark.Event]
 	if o.pregenerate {
@@ -251,7 +282,7 @@ func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
 	fmt.Fprintf(w, "query        %s: %s\n", q.Name, q.Description)
 	fmt.Fprintf(w, "events       %d (%.1f s of event time at %d events/s), parallelism %d, GOMAXPROCS %d\n",
 		o.events, float64(gen.Timestamp(o.events)-gen.BaseTime)/1000, o.rate, o.parallelism, goruntime.GOMAXPROCS(0))
-	fmt.Fprintf(w, "state        %s backend, checkpoints %s\n", config.StateBackend.Get(cfg), checkpointsDescription(o.checkpoint))
+	fmt.Fprintf(w, "state        %s backend, checkpoints %s\n", config.StateBackend.Get(env.Config()), checkpointsDescription(o.checkpoint))
 	if o.pregenerate {
 		fmt.Fprintf(w, "input        generated in memory before timing\n")
 	}
