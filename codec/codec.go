@@ -127,7 +127,7 @@ func build[T any](t reflect.Type) (Codec[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	return reflectCodec[T]{n: n}, nil
+	return reflectCodec[T]{n: n, scratch: &sync.Pool{New: func() any { return new(T) }}}, nil
 }
 
 // castFor returns a codec for a type T whose memory layout is that of the

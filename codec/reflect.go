@@ -567,7 +567,15 @@ func satMul(a, b int) int {
 }
 
 // reflectCodec is the Codec[T] backed by a compiled node.
-type reflectCodec[T any] struct{ n *node }
+type reflectCodec[T any] struct {
+	n *node
+	// scratch holds heap values to encode from and decode into: the
+	// compiled functions work on pointers, and a pointer to a stack
+	// variable hidden from escape analysis is not safe across a stack
+	// move (checkptr under -race caught a decode writing to a stack that
+	// had moved). Pooled, so that no call allocates.
+	scratch *sync.Pool
+}
 
 // escapeSink is written only on an unreachable path; see Append.
 var escapeSink any
@@ -580,26 +588,26 @@ func (c reflectCodec[T]) Append(dst []byte, v T) []byte {
 		escapeSink = v
 		panic("codec: uninitialized codec")
 	}
-	// v itself is only read during the call and never retained, so its
-	// address is hidden from escape analysis to keep v on the stack.
-	return c.n.append(dst, noescape(unsafe.Pointer(&v)))
+	p := c.scratch.Get().(*T)
+	*p = v
+	dst = c.n.append(dst, unsafe.Pointer(p))
+	var zero T
+	*p = zero // drop references, so the pool does not keep them alive
+	c.scratch.Put(p)
+	return dst
 }
 
 func (c reflectCodec[T]) Decode(src []byte) (v T, n int, err error) {
-	n, err = c.n.decode(src, noescape(unsafe.Pointer(&v)), 0)
+	p := c.scratch.Get().(*T)
+	n, err = c.n.decode(src, unsafe.Pointer(p), 0)
+	v = *p
+	var zero T
+	*p = zero
+	c.scratch.Put(p)
 	if err != nil {
-		var zero T
 		return zero, 0, err
 	}
 	return v, n, nil
 }
 
 func (c reflectCodec[T]) sizeInfo() (int, bool) { return c.n.min, c.n.empty }
-
-// noescape hides a pointer from escape analysis, like the runtime's function
-// of the same name. It is used only for pointers to the value being encoded
-// or decoded, which the compiled functions never retain beyond the call.
-func noescape(p unsafe.Pointer) unsafe.Pointer {
-	x := uintptr(p)
-	return *(*unsafe.Pointer)(unsafe.Pointer(&x))
-}
