@@ -40,6 +40,9 @@ type Environment struct {
 
 	restorePath      string
 	allowNonRestored bool
+	// appJobArgs, in application mode ("myjob jobmanager ..."), are the
+	// job's flags, which the TaskManager's worker gets too.
+	appJobArgs []string
 }
 
 // RestoreFrom makes the next Execute start from a retained checkpoint (a
@@ -136,13 +139,27 @@ func (f *Flags) Environment() (*Environment, error) {
 // Define the program's own flags (with the flag package) before calling
 // it, and do not call flag.Parse yourself. Bad flags or configuration
 // print an error naming them and exit with status 2.
+//
+// In application mode the program's first argument is a role: "myjob
+// taskmanager ..." runs a TaskManager and exits without returning;
+// "myjob jobmanager [job flags]" returns an environment whose Execute
+// starts a JobManager and runs the job on the cluster's TaskManagers.
 func NewEnvironment() *Environment {
+	role, args := appArgs()
+	if role == "taskmanager" {
+		os.Exit(runAppTaskManager(args))
+	}
 	f := RegisterFlags(flag.CommandLine)
-	flag.Parse()
+	if err := flag.CommandLine.Parse(args); err != nil {
+		os.Exit(2) // flag printed the error and the usage
+	}
 	env, err := f.Environment()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", os.Args[0], err)
 		os.Exit(2)
+	}
+	if role == "jobmanager" {
+		env.appJobArgs = args
 	}
 	return env
 }
@@ -287,6 +304,9 @@ func (env *Environment) Execute(ctx context.Context, jobName string) error {
 		return jg.WriteText(env.out)
 	case "json":
 		return jg.WriteJSON(env.out)
+	}
+	if env.appJobArgs != nil {
+		return env.runAsApplication(ctx, jg)
 	}
 	w, err := newWorker(jg)
 	if err != nil {
