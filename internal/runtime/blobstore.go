@@ -250,20 +250,3 @@ func (l *location) deleteAll(ctx context.Context) error {
 	}
 	return nil
 }
-
-// list returns the names of the objects directly or indirectly under the
-// location, relative to it.
-func (l *location) list(ctx context.Context) ([]string, error) {
-	it := l.bucket.List(&blob.ListOptions{Prefix: l.prefix + "/"})
-	var names []string
-	for {
-		obj, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return names, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", l, err)
-		}
-		names = append(names, strings.TrimPrefix(obj.Key, l.prefix+"/"))
-	}
-}

@@ -705,14 +705,3 @@ func allFinal(cp *inflight) bool {
 	}
 	return true
 }
-
-func (c *coordinator) anyTaskDone() bool {
-	for _, t := range c.a.tasks {
-		select {
-		case <-t.done:
-			return true
-		default:
-		}
-	}
-	return false
-}
