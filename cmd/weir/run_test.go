@@ -233,6 +233,16 @@ func TestClusterRunJobs(t *testing.T) {
 			t.Errorf("vertex %+v: want parallelism 3 on %s", v, d.TaskManager)
 		}
 	}
+	for _, v := range d.Vertices {
+		if len(v.Subtasks) != v.Parallelism {
+			t.Errorf("vertex %s lists %d subtasks, parallelism %d", v.Name, len(v.Subtasks), v.Parallelism)
+		}
+		for _, st := range v.Subtasks {
+			if st.TaskManager != d.TaskManager || st.Attempt != d.Attempt || st.TaskManagerAddress == "" {
+				t.Errorf("vertex %s subtask %d placed at %+v, job on %s attempt %d", v.Name, st.Subtask, st, d.TaskManager, d.Attempt)
+			}
+		}
+	}
 	if d.Vertices[0].Metrics.ReadRecords+d.Vertices[0].Metrics.WriteRecords == 0 {
 		t.Errorf("no records counted: %+v", d.Vertices)
 	}

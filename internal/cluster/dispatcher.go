@@ -124,6 +124,16 @@ type JobVertexJSON struct {
 	SlotSharingGroup string            `json:"slotSharingGroup"`
 	TaskManager      string            `json:"taskmanager,omitempty"`
 	Metrics          VertexMetricsJSON `json:"metrics"`
+	// Subtasks says where each subtask runs and in which attempt.
+	Subtasks []SubtaskJSON `json:"subtasks,omitempty"`
+}
+
+// SubtaskJSON is one subtask of a vertex in GET /jobs/{id}.
+type SubtaskJSON struct {
+	Subtask            int    `json:"subtask"`
+	Attempt            int    `json:"attempt"`
+	TaskManager        string `json:"taskmanager"`
+	TaskManagerAddress string `json:"host"`
 }
 
 // VertexMetricsJSON holds a vertex's counters, summed over its subtasks
@@ -295,8 +305,16 @@ func (d *dispatcher) run(j *job) {
 		j.tm, j.tmAddress, j.waiting = tm.ResourceID, tm.Address, ""
 		j.attemptChk = 0
 		for i := range j.vertices {
-			j.vertices[i].TaskManager = tm.ResourceID
-			j.vertices[i].Metrics = VertexMetricsJSON{}
+			v := &j.vertices[i]
+			v.TaskManager = tm.ResourceID
+			v.Metrics = VertexMetricsJSON{}
+			// Every subtask of an attempt runs on its one TaskManager. A
+			// new slice: readers may hold the previous one.
+			subtasks := make([]SubtaskJSON, 0, v.Parallelism)
+			for s := range v.Parallelism {
+				subtasks = append(subtasks, SubtaskJSON{Subtask: s, Attempt: attempt, TaskManager: tm.ResourceID, TaskManagerAddress: tm.Address})
+			}
+			v.Subtasks = subtasks
 		}
 		d.mu.Unlock()
 		started := time.Now()
