@@ -3,9 +3,7 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -23,12 +21,7 @@ func TestApplicationMode(t *testing.T) {
 		t.Skip("builds the example and runs it as processes")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "wordcount")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildExample(t)
 	text := mixedText(5_000, 7)
 	input := filepath.Join(dir, "input.txt")
 	if err := os.WriteFile(input, []byte(text), 0o644); err != nil {

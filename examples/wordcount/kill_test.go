@@ -106,12 +106,9 @@ func TestStreamingWordCountSurvivesKill(t *testing.T) {
 		t.Skip("builds the example and runs it as a process several times")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "wordcount")
+	bin := buildExample(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	// About 4.6 MB, more than 4 MiB, so that the file source cuts it
 	// into four ranges of the same size and both subtasks read equally
 	// long: checkpoints stop once a source subtask has finished.

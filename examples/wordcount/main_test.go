@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode"
@@ -130,12 +131,9 @@ func TestWordCountProgram(t *testing.T) {
 		t.Skip("builds and runs the example binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "wordcount")
+	bin := buildExample(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	text := mixedText(150_000, 42)
 	input := filepath.Join(dir, "input.txt")
 	if err := os.WriteFile(input, []byte(text), 0o644); err != nil {
@@ -184,12 +182,9 @@ func TestWordCountRejectsBadSettings(t *testing.T) {
 		t.Skip("builds the example binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "wordcount")
+	bin := buildExample(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	conf := filepath.Join(dir, "conf.yaml")
 	os.WriteFile(conf, []byte("parallelism.default: 2\nexecution.buffer-timeout: soon\n"), 0o644)
 	cases := []struct {
@@ -222,4 +217,39 @@ func TestWordCountRejectsBadSettings(t *testing.T) {
 			t.Errorf("%v: output %q does not mention %q", c.args, out, c.want)
 		}
 	}
+}
+
+var built struct {
+	sync.Once
+	dir, bin string
+	err      error
+	out      []byte
+}
+
+// buildExample builds the example binary once for all tests of the
+// package; TestMain removes it.
+func buildExample(t *testing.T) string {
+	t.Helper()
+	built.Do(func() {
+		built.dir, built.err = os.MkdirTemp("", "wordcount-test-")
+		if built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "wordcount")
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		built.out, built.err = exec.CommandContext(ctx, "go", "build", "-o", built.bin, ".").CombinedOutput()
+	})
+	if built.err != nil {
+		t.Fatalf("go build: %v\n%s", built.err, built.out)
+	}
+	return built.bin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
