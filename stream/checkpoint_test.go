@@ -80,31 +80,40 @@ func failingJob(t *testing.T, p int, n int64, failures int, kvs ...string) (*str
 	return env, stream.Collect(out)
 }
 
+// runExactlyOnce executes env's job and requires that got committed
+// exactly want (in any order), after exactly restarts restarts and with
+// at least one completed checkpoint, so that recovery was exercised.
+func runExactlyOnce(t *testing.T, name string, env *stream.Environment, got *stream.Collected[string], want []string, restarts int) *stream.JobClient {
+	t.Helper()
+	job, err := env.ExecuteAsync(context.Background(), "exactly-once")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Wait(); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	g := got.Values()
+	slices.Sort(g)
+	if !slices.Equal(g, want) {
+		t.Fatalf("%s: committed %d records, want %d (restarts %d, checkpoints %d)",
+			name, len(g), len(want), job.Restarts(), job.CompletedCheckpoints())
+	}
+	if job.Restarts() != restarts {
+		t.Fatalf("%s: %d restarts, want %d", name, job.Restarts(), restarts)
+	}
+	if job.CompletedCheckpoints() == 0 {
+		t.Fatalf("%s: no checkpoint completed; the test would not exercise recovery", name)
+	}
+	return job
+}
+
 func TestExactlyOnceAfterFailures(t *testing.T) {
 	const n = 60_000
 	want := runningSums(n, 37)
 	for _, p := range []int{1, 2, 4} {
 		for _, failures := range []int{0, 1, 3} {
 			env, got := failingJob(t, p, n, failures)
-			job, err := env.ExecuteAsync(context.Background(), "exactly-once")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := job.Wait(); err != nil {
-				t.Fatalf("p=%d failures=%d: %v", p, failures, err)
-			}
-			g := got.Values()
-			slices.Sort(g)
-			if !slices.Equal(g, want) {
-				t.Fatalf("p=%d failures=%d: committed %d records, want %d (restarts %d, checkpoints %d)",
-					p, failures, len(g), len(want), job.Restarts(), job.CompletedCheckpoints())
-			}
-			if job.Restarts() != failures {
-				t.Fatalf("p=%d: %d restarts, want %d", p, job.Restarts(), failures)
-			}
-			if job.CompletedCheckpoints() == 0 {
-				t.Fatalf("p=%d failures=%d: no checkpoint completed; the test would not exercise recovery", p, failures)
-			}
+			job := runExactlyOnce(t, fmt.Sprintf("p=%d failures=%d", p, failures), env, got, want, failures)
 			// The last attempt resumed from a checkpoint: its source read
 			// only what came after it.
 			var read int64

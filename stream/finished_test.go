@@ -1,7 +1,6 @@
 package stream_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -62,21 +61,7 @@ func TestCheckpointsContinueAfterTasksFinish(t *testing.T) {
 			return nil
 		})).UID("fail")
 		got := stream.Collect(out)
-		job, err := env.ExecuteAsync(context.Background(), "finished-tasks")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := job.Wait(); err != nil {
-			t.Fatalf("p=%d: %v", p, err)
-		}
-		g := got.Values()
-		slices.Sort(g)
-		if !slices.Equal(g, want) {
-			t.Fatalf("p=%d: committed %d records, want %d (restarts %d, checkpoints %d)", p, len(g), len(want), job.Restarts(), job.CompletedCheckpoints())
-		}
-		if job.Restarts() != 2 {
-			t.Fatalf("p=%d: %d restarts, want 2", p, job.Restarts())
-		}
+		job := runExactlyOnce(t, fmt.Sprintf("p=%d", p), env, got, want, 2)
 		// The last attempt read neither source from the start: the long one
 		// resumed, the short one was restored finished.
 		for _, m := range job.Metrics() {

@@ -58,25 +58,7 @@ func TestUnalignedExactlyOnceAfterFailures(t *testing.T) {
 	for _, p := range []int{1, 2, 4} {
 		for _, failures := range []int{1, 3} {
 			env, got := slowFailingSums(t, p, n, failures)
-			job, err := env.ExecuteAsync(context.Background(), "unaligned")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := job.Wait(); err != nil {
-				t.Fatalf("p=%d failures=%d: %v", p, failures, err)
-			}
-			g := got.Values()
-			slices.Sort(g)
-			if !slices.Equal(g, want) {
-				t.Fatalf("p=%d failures=%d: committed %d records, want %d (restarts %d, checkpoints %d)",
-					p, failures, len(g), len(want), job.Restarts(), job.CompletedCheckpoints())
-			}
-			if job.Restarts() != failures {
-				t.Fatalf("p=%d: %d restarts, want %d", p, job.Restarts(), failures)
-			}
-			if job.CompletedCheckpoints() == 0 {
-				t.Fatalf("p=%d failures=%d: no checkpoint completed; the test would not exercise recovery", p, failures)
-			}
+			job := runExactlyOnce(t, fmt.Sprintf("p=%d failures=%d", p, failures), env, got, want, failures)
 			t.Logf("p=%d failures=%d: %d checkpoints", p, failures, job.CompletedCheckpoints())
 		}
 	}
