@@ -94,16 +94,17 @@ func (s *checkpointStorage) markSavepoint(id int64) {
 	s.mu.Unlock()
 }
 
+// isSavepoint reports whether checkpoint id is taken as a savepoint.
+func (s *checkpointStorage) isSavepoint(id int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.savepoints[id]
+}
+
 // filesFor returns where the snapshots of a checkpoint may put files, or
 // nil when they must be self-contained: in memory, and for savepoints.
 func (s *checkpointStorage) filesFor(id int64) state.SnapshotFiles {
-	if s == nil || s.root == nil {
-		return nil
-	}
-	s.mu.Lock()
-	sp := s.savepoints[id]
-	s.mu.Unlock()
-	if sp {
+	if s == nil || s.root == nil || s.isSavepoint(id) {
 		return nil
 	}
 	// Without incremental checkpoints a pebble store still uploads its

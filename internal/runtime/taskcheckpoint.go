@@ -93,13 +93,10 @@ func (t *Task) checkpoint(id int64) {
 // is a savepoint, which must be aligned: its state has to be
 // self-contained and rescalable, without records in flight.
 func (t *Task) isSavepoint(id int64) bool {
-	s := t.storage
-	if s == nil || !t.unaligned || !t.isSource {
+	if t.storage == nil || !t.unaligned || !t.isSource {
 		return false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.savepoints[id]
+	return t.storage.isSavepoint(id)
 }
 
 // snapshot takes the synchronous part of a checkpoint and sends its
