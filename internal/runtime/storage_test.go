@@ -196,8 +196,13 @@ func TestIncrementalCheckpointsOnStorage(t *testing.T) {
 	}
 	gone := 0
 	for _, h := range first {
-		if _, err := os.Stat(filepath.Join(dir, h)); os.IsNotExist(err) {
+		referenced := slices.Contains(newer, h) || slices.Contains(older, h)
+		_, err := os.Stat(filepath.Join(dir, h))
+		switch {
+		case os.IsNotExist(err):
 			gone++
+		case !referenced:
+			t.Fatalf("%s of checkpoint 1 is still on the storage, though no retained checkpoint references it", h)
 		}
 	}
 	if gone == 0 && !slices.ContainsFunc(first, func(h string) bool { return slices.Contains(newer, h) || slices.Contains(older, h) }) {
