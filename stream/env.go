@@ -38,7 +38,10 @@ type Environment struct {
 	logger *slog.Logger
 	clock  runtime.Clock
 
-	restorePath      string
+	restorePath string
+	// distribution runs only this process's share of a job spread over
+	// several workers (worker mode, and tests).
+	distribution     *runtime.Distribution
 	allowNonRestored bool
 	// appJobArgs, in application mode ("myjob jobmanager ..."), are the
 	// job's flags, which the TaskManager's worker gets too.
@@ -312,6 +315,10 @@ func (env *Environment) Execute(ctx context.Context, jobName string) error {
 	if err != nil {
 		return err
 	}
+	if err := w.distribute(ctx, env); err != nil {
+		return err
+	}
+	defer w.close()
 	job, err := env.submit(ctx, jg)
 	if err != nil {
 		return err
@@ -331,17 +338,28 @@ func (env *Environment) ExecuteAsync(ctx context.Context, jobName string) (*JobC
 	if err != nil {
 		return nil, err
 	}
+	if err := w.distribute(ctx, env); err != nil {
+		return nil, err
+	}
 	job, err := env.submit(ctx, jg)
 	if err != nil {
+		w.close()
 		return nil, err
 	}
 	jc := &JobClient{job: job, Graph: jg}
 	w.start(jc)
+	if w != nil && w.net != nil {
+		go func() {
+			// Owned by the job: ends with it.
+			<-job.Done()
+			w.close()
+		}()
+	}
 	return jc, nil
 }
 
 func (env *Environment) submit(ctx context.Context, jg *graph.JobGraph) (*runtime.Job, error) {
-	mc := &runtime.MiniCluster{Config: env.cfg, Logger: env.logger, Clock: env.clock}
+	mc := &runtime.MiniCluster{Config: env.cfg, Logger: env.logger, Clock: env.clock, Distribution: env.distribution}
 	if env.restorePath != "" {
 		cp, err := runtime.LoadCheckpoint(env.restorePath)
 		if err != nil {

@@ -11,11 +11,15 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/weirproject/weir/internal/graph"
+	"github.com/weirproject/weir/internal/network"
+	"github.com/weirproject/weir/internal/runtime"
 )
 
 // Worker mode: a TaskManager runs a job program as a child process with
@@ -34,7 +38,26 @@ const (
 	// WorkerFingerprintEnv is the fingerprint of the job graph the client
 	// submitted; a worker whose program builds a different graph fails.
 	WorkerFingerprintEnv = "WEIR_JOB_FINGERPRINT"
+	// WorkerAttemptEnv is the attempt number of the job.
+	WorkerAttemptEnv = "WEIR_ATTEMPT"
+
+	// A job spread over several TaskManagers runs one worker on each.
+	// WorkerIndexEnv is this worker's index (0 coordinates the job's
+	// checkpoints); WorkerPlacementEnv gives the worker of each of the
+	// job's slots, comma-separated; WorkerPeersEnv names the file in which
+	// the TaskManager puts every worker's data address (JSON
+	// {"dataAddresses": [...]}) once all of them reported theirs in their
+	// status files; WorkerDataTokenEnv is the data plane's shared secret
+	// and WorkerDataHostEnv the host its server listens on.
+	WorkerIndexEnv     = "WEIR_WORKER_INDEX"
+	WorkerPlacementEnv = "WEIR_WORKER_PLACEMENT"
+	WorkerPeersEnv     = "WEIR_WORKER_PEERS"
+	WorkerDataTokenEnv = "WEIR_DATA_TOKEN"
+	WorkerDataHostEnv  = "WEIR_DATA_HOST"
 )
+
+// workerPeersTimeout bounds the wait for the other workers' addresses.
+const workerPeersTimeout = 2 * time.Minute
 
 // workerStatusInterval is how often a worker rewrites its status file.
 const workerStatusInterval = 200 * time.Millisecond
@@ -52,7 +75,10 @@ type WorkerStatus struct {
 	// POST /savepoint with {"dir", "stop", "drain"} answers {"path"} or
 	// {"error"}, and needs "Authorization: Bearer $WEIR_WORKER_TOKEN".
 	Control string `json:"control,omitempty"`
-	Updated int64  `json:"updated"` // Unix milliseconds
+	// DataAddress is the worker's data plane server in a job spread over
+	// several workers.
+	DataAddress string `json:"dataAddress,omitempty"`
+	Updated     int64  `json:"updated"` // Unix milliseconds
 }
 
 // WorkerVertexStatus sums the counters of one job vertex's subtasks.
@@ -90,6 +116,9 @@ type worker struct {
 	stopSig func()
 	done    chan struct{} // closed when the final status is written
 
+	// net is the data plane of a worker of a distributed job.
+	net *network.Manager
+
 	mu       sync.Mutex
 	canceled bool // by SIGTERM
 }
@@ -113,6 +142,82 @@ func newWorker(jg *graph.JobGraph) (*worker, error) {
 		token:      os.Getenv(WorkerTokenEnv),
 		done:       make(chan struct{}),
 	}, nil
+}
+
+// distribute prepares this worker's share of a job spread over several
+// workers: it starts the data plane, reports its address in the status
+// file and waits for the addresses of the others.
+func (w *worker) distribute(ctx context.Context, env *Environment) error {
+	if w == nil || os.Getenv(WorkerIndexEnv) == "" {
+		return nil
+	}
+	self, err := strconv.Atoi(os.Getenv(WorkerIndexEnv))
+	if err != nil {
+		return fmt.Errorf("stream: worker mode: %s=%q: %v", WorkerIndexEnv, os.Getenv(WorkerIndexEnv), err)
+	}
+	var placement []int
+	for _, f := range strings.Split(os.Getenv(WorkerPlacementEnv), ",") {
+		p, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return fmt.Errorf("stream: worker mode: %s=%q: %v", WorkerPlacementEnv, os.Getenv(WorkerPlacementEnv), err)
+		}
+		placement = append(placement, p)
+	}
+	host := os.Getenv(WorkerDataHostEnv)
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	nm, err := network.Listen(network.Config{ListenAddr: net.JoinHostPort(host, "0"), Token: os.Getenv(WorkerDataTokenEnv), Logger: env.logger})
+	if err != nil {
+		return fmt.Errorf("stream: worker mode: data plane: %w", err)
+	}
+	w.net = nm
+	w.writeStatus(WorkerStatus{JobID: w.jobID, State: "RUNNING", DataAddress: nm.Addr(), Updated: time.Now().UnixMilli()})
+	peers, err := waitPeers(ctx, os.Getenv(WorkerPeersEnv))
+	if err != nil {
+		return err
+	}
+	env.distribution = &runtime.Distribution{Self: self, Placement: placement, Net: nm, Peers: peers,
+		Key: w.jobID + "-" + os.Getenv(WorkerAttemptEnv)}
+	return nil
+}
+
+// waitPeers polls the peers file until the TaskManager wrote it.
+func waitPeers(ctx context.Context, path string) ([]string, error) {
+	if path == "" {
+		return nil, fmt.Errorf("stream: worker mode: %s is not set", WorkerPeersEnv)
+	}
+	deadline := time.Now().Add(workerPeersTimeout)
+	for {
+		data, err := os.ReadFile(path)
+		if err == nil {
+			var peers struct {
+				DataAddresses []string `json:"dataAddresses"`
+			}
+			if err := json.Unmarshal(data, &peers); err != nil {
+				return nil, fmt.Errorf("stream: worker mode: peers file %s: %v", path, err)
+			}
+			return peers.DataAddresses, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("stream: worker mode: %v", err)
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("stream: worker mode: the addresses of the other workers did not arrive within %v", workerPeersTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// close releases the data plane once the job ended.
+func (w *worker) close() {
+	if w != nil && w.net != nil {
+		w.net.Close()
+	}
 }
 
 // start begins reporting on jc. The job keeps running when reporting
@@ -209,6 +314,9 @@ func (w *worker) write(state string, jobErr error) {
 	if w.ln != nil && state == "RUNNING" {
 		st.Control = w.ln.Addr().String()
 	}
+	if w.net != nil {
+		st.DataAddress = w.net.Addr()
+	}
 	byVertex := make(map[graph.JobVertexID]*WorkerVertexStatus)
 	for _, v := range w.jc.Graph.Vertices {
 		vs := &WorkerVertexStatus{ID: string(v.ID), Name: v.Name, Parallelism: v.Parallelism}
@@ -223,6 +331,11 @@ func (w *worker) write(state string, jobErr error) {
 	for _, v := range w.jc.Graph.Vertices {
 		st.Vertices = append(st.Vertices, *byVertex[v.ID])
 	}
+	w.writeStatus(st)
+}
+
+// writeStatus replaces the status file.
+func (w *worker) writeStatus(st WorkerStatus) {
 	data, err := json.Marshal(st)
 	if err != nil {
 		return

@@ -12,6 +12,7 @@ import (
 	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/connector"
 	"github.com/weirproject/weir/internal/graph"
+	"github.com/weirproject/weir/internal/network"
 )
 
 // deployer builds and runs the attempts of one job on the mini cluster.
@@ -41,6 +42,18 @@ type attempt struct {
 	// waiting receives the index of each task that finished and waits
 	// for its final checkpoint.
 	waiting chan int
+	// handles reach every subtask of the job, by task index, for the
+	// coordinator; in a distributed attempt some are in other workers.
+	handles []taskHandle
+	// The rest is for distributed attempts: local maps task indexes to
+	// this worker's tasks; links go to the other workers (leader) or to
+	// the leader (link); bridges feed input gates from other workers;
+	// exits reports the ends of tasks to a worker's forwarder.
+	local   map[int]*Task
+	links   []*controlLink
+	link    *controlLink
+	bridges []func(context.Context) error
+	exits   chan taskExit
 }
 
 type checkpointAck struct {
@@ -96,8 +109,44 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 	exactlyOnce := config.CheckpointMode.Get(cfg) == config.CheckpointModeExactlyOnce
 	unaligned := exactlyOnce && config.UnalignedCheckpoints.Get(cfg)
 	alignedTimeout := config.AlignedCheckpointTimeout.Get(cfg)
-	a := &attempt{number: number, acks: make(chan checkpointAck, 64), waiting: make(chan int, 64)}
+	a := &attempt{number: number, acks: make(chan checkpointAck, 64), waiting: make(chan int, 64), local: make(map[int]*Task)}
 	waitFinal := !batch && config.CheckpointInterval.Get(cfg) > 0
+	dist := d.mc.Distribution
+	self := 0
+	if dist != nil {
+		self = dist.Self
+	}
+	// workerOf gives the worker that runs a subtask: its slot's.
+	workerOf := func(ev *graph.ExecutionVertex) int {
+		if dist == nil {
+			return 0
+		}
+		return dist.Placement[ev.Current().Slot.Index]
+	}
+	resultName := make(map[*graph.IntermediateResult]string)
+	for i, r := range eg.Results {
+		resultName[r] = fmt.Sprintf("r%d", i)
+	}
+	channelID := func(r *graph.IntermediateResult, producer, consumer int) network.ChannelID {
+		return network.ChannelID{Job: dist.Key, Result: resultName[r], Partition: producer, Subpartition: consumer}
+	}
+	if dist != nil {
+		if self == 0 {
+			for w := 1; w < len(dist.Peers); w++ {
+				l, err := newControlLink(ctx, dist, w)
+				if err != nil {
+					return nil, err
+				}
+				a.links = append(a.links, l)
+			}
+		} else {
+			l, err := newControlLink(ctx, dist, 0)
+			if err != nil {
+				return nil, err
+			}
+			a.link = l
+		}
+	}
 
 	// Input gates: one per consumer subtask and logical input; channels are
 	// numbered in the order of InputChannels.
@@ -115,6 +164,9 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 	channelIndex := make(map[channelKey]int)
 	for _, v := range eg.Vertices {
 		for j := 0; j < v.JobVertex.Parallelism; j++ {
+			if workerOf(v.TaskVertices[j]) != self {
+				continue
+			}
 			for input := 1; input <= 2; input++ {
 				chans := v.InputChannels(j, input)
 				if len(chans) == 0 {
@@ -124,8 +176,15 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 				g := types.NewGate(len(chans), gateCfg)
 				g.(interface{ useTypes(TypeOps) }).useTypes(types)
 				gates[gateKey{v.JobVertex.ID, j, input}] = g
+				var remote []int // gate channels whose producers are elsewhere
 				for idx, part := range chans {
 					channelIndex[channelKey{part.Result, part.PartitionNumber, j}] = idx
+					if workerOf(part.Result.Producer.TaskVertices[part.PartitionNumber]) != self {
+						remote = append(remote, idx)
+					}
+				}
+				if len(remote) > 0 {
+					a.bridges = append(a.bridges, d.bridge(dist, types, g, chans, remote, j, workerOf, channelID, gateCfg))
 				}
 			}
 		}
@@ -145,16 +204,28 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 
 	for _, v := range eg.Vertices {
 		for _, ev := range v.TaskVertices {
+			index := len(a.handles)
+			headNode := sg.Node(v.JobVertex.Head())
+			if w := workerOf(ev); w != self {
+				// Another worker runs it; the leader reaches it through
+				// that worker's link.
+				var h taskHandle
+				if self == 0 {
+					h = &remoteHandle{link: a.links[w-1], index: index, source: headNode.Ops.(*NodeOps).Splits != nil, exited: make(chan struct{}),
+						final: TaskSnapshot{Vertex: string(v.JobVertex.ID), Subtask: ev.SubtaskIndex, Parallelism: v.JobVertex.Parallelism, UIDs: operatorUIDs(v.JobVertex), Finished: true}}
+				}
+				a.handles = append(a.handles, h)
+				continue
+			}
 			ex := ev.Current()
 			if number > 0 {
 				ex = ev.NewAttempt()
 				ex.Slot = ev.Current().Slot
 			}
-			headNode := sg.Node(v.JobVertex.Head())
 			t := &Task{
 				vertexName:    v.JobVertex.Name,
 				vertexID:      string(v.JobVertex.ID),
-				index:         len(a.tasks),
+				index:         index,
 				subtask:       ev.SubtaskIndex,
 				parallelism:   v.JobVertex.Parallelism,
 				attempt:       ex.AttemptNumber,
@@ -202,6 +273,14 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 						types := e.Type.(TypeOps)
 						chans := make([]any, len(part.Consumers))
 						for k, c := range part.Consumers {
+							if workerOf(r.Consumer.TaskVertices[c]) != self {
+								s, err := dist.Net.Produce(channelID(r, ev.SubtaskIndex, c))
+								if err != nil {
+									return nil, err
+								}
+								chans[k] = types.NewRemoteChannel(s, network.DefaultBufferSize)
+								continue
+							}
 							g := gates[gateKey{r.Consumer.JobVertex.ID, c, e.Input}]
 							chans[k] = types.NewChannel(g, channelIndex[channelKey{r, ev.SubtaskIndex, c}], serialize)
 						}
@@ -252,6 +331,8 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 				}
 			}
 			a.tasks = append(a.tasks, t)
+			a.handles = append(a.handles, localHandle{t})
+			a.local[index] = t
 			a.evs = append(a.evs, ev)
 			a.heads = append(a.heads, head)
 			a.gates = append(a.gates, g)
@@ -315,6 +396,9 @@ func (d *deployer) run(ctx context.Context, a *attempt) error {
 // the checkpoint coordinator; it returns when all of them returned.
 func (d *deployer) runAttempt(ctx context.Context, a *attempt) error {
 	group, gctx := errgroup.WithContext(ctx)
+	if a.link != nil {
+		a.exits = make(chan taskExit, len(a.tasks))
+	}
 	for i, t := range a.tasks {
 		t.ctx = gctx
 		ev, head, g, run := a.evs[i], a.heads[i], a.gates[i], a.runs[i]
@@ -329,6 +413,9 @@ func (d *deployer) runAttempt(ctx context.Context, a *attempt) error {
 					case a.acks <- checkpointAck{task: t.index, exited: true}:
 					case <-gctx.Done():
 					}
+				}
+				if a.exits != nil {
+					a.exits <- taskExit{index: t.index, err: err}
 				}
 			}()
 			defer close(t.done)
@@ -346,12 +433,33 @@ func (d *deployer) runAttempt(ctx context.Context, a *attempt) error {
 			return err
 		})
 	}
-	c := &coordinator{d: d, a: a, interval: config.CheckpointInterval.Get(d.cfg), timeout: config.CheckpointTimeout.Get(d.cfg),
-		minPause: config.CheckpointMinPause.Get(d.cfg), tolerable: config.TolerableCheckpointFailures.Get(d.cfg)}
-	group.Go(func() error { return c.run(gctx) })
+	for _, b := range a.bridges {
+		group.Go(func() error { return b(gctx) })
+	}
+	if a.link != nil {
+		// A worker of a distributed attempt: the leader coordinates.
+		group.Go(func() error { return d.followLeader(gctx, a, a.link) })
+		group.Go(func() error { return d.forwardToLeader(gctx, a, a.link) })
+	} else {
+		for _, l := range a.links {
+			group.Go(func() error { return d.readWorker(gctx, a, l) })
+		}
+		c := &coordinator{d: d, a: a, interval: config.CheckpointInterval.Get(d.cfg), timeout: config.CheckpointTimeout.Get(d.cfg),
+			minPause: config.CheckpointMinPause.Get(d.cfg), tolerable: config.TolerableCheckpointFailures.Get(d.cfg)}
+		group.Go(func() error { return c.run(gctx) })
+	}
 	err := group.Wait()
 	if err != nil {
+		// The other workers learn why, rather than just that the link broke.
+		for _, l := range append(a.links, a.link) {
+			if l != nil {
+				l.out.Fail(err)
+			}
+		}
 		return err
+	}
+	for _, l := range a.links {
+		l.closeOut()
 	}
 	// Every task finished: output prepared after the last checkpoint can
 	// no longer be replayed, so it is committed now.
@@ -415,8 +523,8 @@ func (c *coordinator) run(ctx context.Context) error {
 	go func() {
 		// Owned by the coordinator: ends when every task ended, which the
 		// errgroup guarantees once ctx is done or all tasks returned.
-		for _, t := range c.a.tasks {
-			<-t.done
+		for _, h := range c.a.handles {
+			<-h.done()
 		}
 		close(allDone)
 	}()
@@ -456,19 +564,18 @@ func (c *coordinator) run(ctx context.Context) error {
 	// checkpoint; they are triggered directly, since no barrier reaches
 	// them any more. stopped: a final checkpoint failed, the waiting tasks
 	// were released and the job's final commit takes over.
-	waiting := make([]bool, len(c.a.tasks))
+	waiting := make([]bool, len(c.a.handles))
 	stopped := false
 	allFinished = func() bool {
-		for i, t := range c.a.tasks {
-			if !waiting[i] && !isDone(t) {
+		for i, h := range c.a.handles {
+			if !waiting[i] && !isClosed(h.done()) {
 				return false
 			}
 		}
 		return true
 	}
 	trigger := func(i int, id int64, drain bool) {
-		t := c.a.tasks[i]
-		t.send(func() { t.triggerCheckpoint(id, drain) })
+		c.a.handles[i].trigger(id, drain)
 	}
 	start := func(sp *savepointRequest) {
 		if stopped {
@@ -478,16 +585,23 @@ func (c *coordinator) run(ctx context.Context) error {
 		cur = &inflight{id: next, started: time.Now(), acks: make(map[int]*TaskSnapshot), savepoint: sp}
 		if sp != nil {
 			c.d.storage.markSavepoint(cur.id)
+			if err := c.a.prepareSavepoint(ctx, cur.id, c.timeout); err != nil {
+				// Barriers not sent yet: the checkpoint never starts.
+				fail(sp, fmt.Errorf("savepoint: %w", err))
+				cur = nil
+				next++
+				return
+			}
 		}
 		next++
 		drain := sp != nil && sp.drain
-		for i, t := range c.a.tasks {
+		for i, h := range c.a.handles {
 			switch {
-			case isDone(t):
+			case isClosed(h.done()):
 				// It exited after its final checkpoint: nothing of it is
 				// left to snapshot.
-				cur.acks[i] = finishedSnapshot(t)
-			case t.isSource || waiting[i]:
+				cur.acks[i] = h.finishedSnapshot()
+			case h.isSource() || waiting[i]:
 				trigger(i, cur.id, drain)
 			}
 		}
@@ -496,9 +610,9 @@ func (c *coordinator) run(ctx context.Context) error {
 	// cannot be taken.
 	release = func() {
 		stopped = true
-		for i, t := range c.a.tasks {
+		for i, h := range c.a.handles {
 			if waiting[i] {
-				t.send(t.releaseFinal)
+				h.releaseFinal()
 			}
 		}
 	}
@@ -531,7 +645,7 @@ func (c *coordinator) run(ctx context.Context) error {
 		case i := <-c.a.waiting:
 			waiting[i] = true
 			if stopped {
-				c.a.tasks[i].send(c.a.tasks[i].releaseFinal)
+				c.a.handles[i].releaseFinal()
 				continue
 			}
 			if cur != nil && cur.acks[i] == nil {
@@ -561,7 +675,7 @@ func (c *coordinator) run(ctx context.Context) error {
 				if cur == nil || cur.acks[ack.task] != nil {
 					continue
 				}
-				ack = checkpointAck{task: ack.task, id: cur.id, snap: finishedSnapshot(c.a.tasks[ack.task])}
+				ack = checkpointAck{task: ack.task, id: cur.id, snap: c.a.handles[ack.task].finishedSnapshot()}
 			}
 			if cur == nil || ack.id != cur.id {
 				continue
@@ -571,7 +685,7 @@ func (c *coordinator) run(ctx context.Context) error {
 				cur.declined = ack.err
 			}
 			cur.acks[ack.task] = ack.snap
-			if len(cur.acks) < len(c.a.tasks) {
+			if len(cur.acks) < len(c.a.handles) {
 				continue
 			}
 			done := cur
@@ -588,7 +702,7 @@ func (c *coordinator) run(ctx context.Context) error {
 			lastEnd = time.Now()
 			cp := &CompletedCheckpoint{ID: done.id, JobID: c.d.storage.jobID, triggered: done.started}
 			size := 0
-			for i := range c.a.tasks {
+			for i := range c.a.handles {
 				cp.Tasks = append(cp.Tasks, done.acks[i])
 				for _, data := range done.acks[i].Operators {
 					size += len(data)
@@ -643,27 +757,24 @@ func (c *coordinator) run(ctx context.Context) error {
 
 // abort tells the tasks that a checkpoint will not complete.
 func (c *coordinator) abort(id int64) {
-	for _, t := range c.a.tasks {
-		t.send(func() { t.notifyCheckpointAborted(id) })
+	for _, h := range c.a.handles {
+		h.notifyAborted(id)
 	}
 }
 
 func (c *coordinator) notify(id int64) {
-	for _, t := range c.a.tasks {
-		t.send(func() { t.notifyCheckpointComplete(id) })
+	for _, h := range c.a.handles {
+		h.notifyComplete(id, nil)
 	}
 }
 
 // notifyAndWait notifies every task and waits until they all handled it.
 func (c *coordinator) notifyAndWait(ctx context.Context, id int64) {
-	handled := make(chan struct{}, len(c.a.tasks))
-	for _, t := range c.a.tasks {
-		t.send(func() {
-			t.notifyCheckpointComplete(id)
-			handled <- struct{}{}
-		})
+	handled := make(chan struct{}, len(c.a.handles))
+	for _, h := range c.a.handles {
+		h.notifyComplete(id, handled)
 	}
-	for range c.a.tasks {
+	for range c.a.handles {
 		select {
 		case <-handled:
 		case <-ctx.Done():

@@ -21,6 +21,9 @@ type MiniCluster struct {
 	Clock Clock
 	// Restore, if set, is the checkpoint the job starts from.
 	Restore *CompletedCheckpoint
+	// Distribution, if set, runs only this worker's share of a job spread
+	// over several processes.
+	Distribution *Distribution
 }
 
 // Slot is a task slot of the mini cluster; with slot sharing, one slot
@@ -226,12 +229,25 @@ func (mc *MiniCluster) Submit(ctx context.Context, jg *graph.JobGraph) (*Job, er
 	if err != nil {
 		return nil, err
 	}
-	slots, err := AllocateSlots(eg, config.NumTaskSlots.Get(cfg), "local")
+	available := config.NumTaskSlots.Get(cfg)
+	if mc.Distribution != nil {
+		available = 0 // the cluster's scheduler placed the slots
+	}
+	slots, err := AllocateSlots(eg, available, "local")
 	if err != nil {
 		return nil, err
 	}
-	jobID := graph.NewAttemptID()
-	storage, err := newCheckpointStorage(config.CheckpointsDir.Get(cfg), string(jobID))
+	jobID := string(graph.NewAttemptID())
+	leader := true
+	if dist := mc.Distribution; dist != nil {
+		if err := dist.check(len(slots)); err != nil {
+			return nil, err
+		}
+		// Every worker writes its snapshots' files under the same job
+		// directory; the leader writes the checkpoints.
+		jobID, leader = dist.Key, dist.Self == 0
+	}
+	storage, err := newCheckpointStorage(config.CheckpointsDir.Get(cfg), jobID)
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +281,7 @@ func (mc *MiniCluster) Submit(ctx context.Context, jg *graph.JobGraph) (*Job, er
 		// finished job, and after a cancellation unless retention was
 		// asked for, they go.
 		retain := cancelled && config.ExternalizedRetention.Get(cfg) == config.RetentionRetainOnCancellation
-		if (err == nil || cancelled) && !retain {
+		if (err == nil || cancelled) && !retain && leader {
 			storage.discard()
 		}
 		if job.stopped.Load() {

@@ -17,8 +17,10 @@ import (
 // events alike, in order and under the network's credits; on the consumer
 // side a bridge decodes each frame and hands it to the task's InputGate
 // under that gate's credits, so backpressure runs from the consumer's
-// task through both credit systems to the producer. The deployment does
-// not use them yet.
+// task through both credit systems to the producer. Barriers of unaligned
+// checkpoints travel in band too: they cannot overtake the buffers already
+// in the network, and the consumer registers them as priority barriers at
+// the position where they arrive, which is correct and only less timely.
 
 // remoteChannel is a ChannelWriter whose consumer is in another process.
 type remoteChannel[T any] struct {
@@ -45,12 +47,40 @@ func (c *remoteChannel[T]) Send(ctx context.Context, b *Buffer[T]) error {
 		if err = c.sender.SendEvent(ctx, network.Event{Kind: network.EventEndOfPartition}); err == nil {
 			err = c.sender.Close()
 		}
+		if err == nil {
+			// The producing process may exit once its tasks ended: it
+			// waits until the consumer has read everything.
+			select {
+			case <-c.sender.Released():
+				err = c.sender.Err()
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
+		}
 	} else {
 		err = c.send(ctx, b)
 	}
 	b.reset()
 	c.pool.Put(b)
 	return err
+}
+
+// framePriorityBarrier marks a frame holding the barrier of an unaligned
+// checkpoint: the checkpoint ID and whether it must still be aligned (a
+// savepoint). It is above every EventKind.
+const framePriorityBarrier = 0xF0
+
+// SendPriority sends an unaligned checkpoint's barrier in band.
+func (c *remoteChannel[T]) SendPriority(ctx context.Context, id int64, align bool) error {
+	frame := append(c.scratch[:0], framePriorityBarrier)
+	frame = codec.Int64.Append(frame, id)
+	if align {
+		frame = append(frame, 1)
+	} else {
+		frame = append(frame, 0)
+	}
+	c.scratch = frame
+	return c.sender.Send(ctx, frame)
 }
 
 func (c *remoteChannel[T]) send(ctx context.Context, b *Buffer[T]) error {
@@ -104,6 +134,19 @@ func bridgeRemote[T any](ctx context.Context, from *network.Gate, to *InputGate[
 			out.Event = Event{Kind: EventEndOfPartition}
 		case nb.Event.Kind != 0:
 			err = fmt.Errorf("runtime: channel %d: unexpected %v event; events travel in frames", idx, nb.Event.Kind)
+		case len(nb.Data) > 0 && nb.Data[0] == framePriorityBarrier:
+			id, n, derr := codec.Int64.Decode(nb.Data[1:])
+			if derr != nil || len(nb.Data) != 1+n+1 {
+				err = fmt.Errorf("runtime: channel %d: malformed priority barrier: %w", idx, codec.ErrCorrupt)
+				break
+			}
+			align := nb.Data[1+n] == 1
+			from.Recycle(nb)
+			to.pool.Put(out)
+			if err := lc.SendPriority(ctx, id, align); err != nil {
+				return err
+			}
+			continue
 		default:
 			err = decodeBuffer(c, nb.Data, out)
 		}

@@ -130,6 +130,45 @@ func (s *checkpointStorage) reference(id int64, handle string) {
 	s.pending[id][handle] = true
 }
 
+// takeShared hands over a worker's bookkeeping of checkpoint id's shared
+// files, for the leader's storage, which alone counts and deletes them.
+func (s *checkpointStorage) takeShared(id int64) (handles []string, sizes map[string]int64, uploaded int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for h := range s.pending[id] {
+		handles = append(handles, h)
+		if n, ok := s.sizes[h]; ok {
+			if sizes == nil {
+				sizes = make(map[string]int64)
+			}
+			sizes[h] = n
+		}
+	}
+	delete(s.pending, id)
+	uploaded = s.uploaded[id]
+	delete(s.uploaded, id)
+	return handles, sizes, uploaded
+}
+
+// addShared takes what takeShared handed over in another worker.
+func (s *checkpointStorage) addShared(id int64, handles []string, sizes map[string]int64, uploaded int64) {
+	if len(handles) == 0 && uploaded == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending[id] == nil {
+		s.pending[id] = make(map[string]bool)
+	}
+	for _, h := range handles {
+		s.pending[id][h] = true
+	}
+	for h, n := range sizes {
+		s.sizes[h] = n
+	}
+	s.uploaded[id] += uploaded
+}
+
 // sharedFiles uploads into a job's shared area for one checkpoint; handles
 // are keys relative to the storage root, "<job-id>/shared/<name>", so
 // that a checkpoint restored into a job with another ID still finds them.

@@ -8,6 +8,7 @@ import (
 	"github.com/weirproject/weir/codec"
 	"github.com/weirproject/weir/connector"
 	"github.com/weirproject/weir/internal/graph"
+	"github.com/weirproject/weir/internal/network"
 )
 
 // TypeOps is the runtime glue for one record type: the stream API creates
@@ -19,6 +20,12 @@ type TypeOps interface {
 	NewGate(channels int, cfg GateConfig) any
 	// NewChannel returns a ChannelWriter[T] into channel index of gate.
 	NewChannel(gate any, index int, serialize bool) any
+	// NewRemoteChannel returns a ChannelWriter[T] whose consumer is in
+	// another process, reached through s.
+	NewRemoteChannel(s *network.Sender, maxFrame int) any
+	// BridgeRemote moves what arrives at a network gate into gate, an
+	// *InputGate[T]; channel maps network channel indexes to the gate's.
+	BridgeRemote(ctx context.Context, from *network.Gate, gate any, channel func(int) int) error
 	// NewRecordWriter returns a *RecordWriter[T] over the channels.
 	NewRecordWriter(t *Task, channels []any, kind graph.Partitioning, factory any, producer int) (any, error)
 	// FanOut combines Output[T] values into one.
@@ -52,6 +59,14 @@ func (t *Types[T]) NewChannel(gate any, index int, serialize bool) any {
 		return &serializingChannel[T]{local: local, codec: t.Codec, pool: &t.pool}
 	}
 	return &local
+}
+
+func (t *Types[T]) NewRemoteChannel(s *network.Sender, maxFrame int) any {
+	return newRemoteChannel(s, t.Codec, &t.pool, maxFrame)
+}
+
+func (t *Types[T]) BridgeRemote(ctx context.Context, from *network.Gate, gate any, channel func(int) int) error {
+	return bridgeRemote(ctx, from, gate.(*InputGate[T]), channel, t.Codec)
 }
 
 func (t *Types[T]) NewRecordWriter(task *Task, channels []any, kind graph.Partitioning, factory any, producer int) (any, error) {
