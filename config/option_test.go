@@ -298,6 +298,7 @@ func TestCatalog(t *testing.T) {
 		"heartbeat.timeout":                                                "5 s",
 		"rpc.timeout":                                                      "10 s",
 		"slot.request.timeout":                                             "5 min",
+		"cluster.evenly-spread-out-slots":                                  "false",
 		"process.working-dir":                                              "",
 		"security.token":                                                   "",
 		"security.ssl.enabled":                                             "false",

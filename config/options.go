@@ -152,8 +152,13 @@ var (
 		"Deadline of control-plane RPCs other than heartbeats, whose deadline is heartbeat.interval.")
 
 	SlotRequestTimeout = durationOption("slot.request.timeout", 5*time.Minute, false,
-		"How long a job submitted to the cluster, or restarting on it, waits for a TaskManager with enough free "+
-			"slots before it fails. A job's -D setting overrides the JobManager's.")
+		"How long a job submitted to the cluster, or restarting on it, waits for enough free slots "+
+			"before it fails. A job's -D setting overrides the JobManager's.")
+
+	ClusterEvenlySpreadOutSlots = boolOption("cluster.evenly-spread-out-slots", false,
+		"Spread a job's slots over the TaskManagers even when one TaskManager has all the free slots it needs. "+
+			"By default such a job runs in one TaskManager, where its exchanges stay in memory; a job that no "+
+			"single TaskManager can hold is always spread. A job's -D setting overrides the JobManager's.")
 
 	ProcessWorkingDir = stringOption("process.working-dir", "",
 		"Directory where a JobManager keeps uploaded job artifacts and a TaskManager its cached artifacts and the "+
@@ -357,6 +362,7 @@ var catalog = []catalogOption{
 	HeartbeatTimeout,
 	RPCTimeout,
 	SlotRequestTimeout,
+	ClusterEvenlySpreadOutSlots,
 	ProcessWorkingDir,
 	SecurityToken,
 	SSLEnabled,

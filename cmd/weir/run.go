@@ -161,7 +161,7 @@ func (o *runOptions) run(cmd *cobra.Command, prog string, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Job has been submitted with JobID %s (%q, %d slots in one TaskManager)\n", id, plan.JobName, plan.SlotsNeeded())
+	fmt.Fprintf(stdout, "Job has been submitted with JobID %s (%q, %d slots)\n", id, plan.JobName, plan.SlotsNeeded())
 	if o.detached {
 		return nil
 	}

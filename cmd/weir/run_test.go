@@ -247,15 +247,36 @@ func TestClusterRunJobs(t *testing.T) {
 		t.Errorf("no records counted: %+v", d.Vertices)
 	}
 
-	// (b) A job that needs more slots than any one TaskManager has waits,
-	// says why, and fails after slot.request.timeout.
-	stdout, stderr, code = cli("run", "-p", "4", wc, "--input", input, "--output", filepath.Join(dir, "p4"))
-	if code != exitError || !strings.Contains(stdout, "needs 4 slots in one TaskManager, the largest free is 3") ||
+	// (b) The seeds' example: a job whose source and tokenizer have
+	// parallelism 4 and whose keyed count has 3 needs 4 slots, more than
+	// one TaskManager has, so it spreads over both; its subtasks exchange
+	// records over TCP, and it commits what the local run commits.
+	localP4 := filepath.Join(dir, "local-p4")
+	if out, err := exec.Command(wc, "-p", "4", "--count-parallelism", "3", "--input", input, "--output", localP4).CombinedOutput(); err != nil {
+		t.Fatalf("local run: %v\n%s", err, out)
+	}
+	stdout, stderr, code = cli("run", "-p", "4", wc, "--count-parallelism", "3", "--input", input, "--output", filepath.Join(dir, "p4"))
+	if code != exitOK {
+		t.Fatalf("weir run -p 4: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if d := diffLines(committedLines(t, filepath.Join(dir, "p4")), committedLines(t, localP4)); d != "" {
+		t.Errorf("the run across TaskManagers differs from the local run: %s", d)
+	}
+	d, err = client.Job(context.Background(), jobID(t, stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSpread(t, d, tmIDs, []int{4, 3})
+
+	// (b') A job that needs more slots than the cluster has waits, says
+	// why, and fails after slot.request.timeout.
+	stdout, stderr, code = cli("run", "-p", "7", wc, "--input", input, "--output", filepath.Join(dir, "p7"))
+	if code != exitError || !strings.Contains(stdout, "needs 7 slots, 6 of 6 are free on 2 TaskManagers") ||
 		!strings.Contains(stderr, "slot.request.timeout") {
-		t.Errorf("weir run -p 4: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		t.Errorf("weir run -p 7: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	if d, err := client.Job(context.Background(), jobID(t, stdout)); err != nil || d.State != cluster.JobFailed || d.Attempt != 0 {
-		t.Errorf("the job needing 4 slots: %+v, %v", d, err)
+		t.Errorf("the job needing 7 slots: %+v, %v", d, err)
 	}
 
 	// A slow streaming job takes a savepoint and is stopped with one;
@@ -332,7 +353,7 @@ func TestClusterRunJobs(t *testing.T) {
 		t.Errorf("weir run with a wrong token: exit %d\n%s", code, stderr)
 	}
 	waitOverview(t, client, 10*time.Second, "job counts", func(o cluster.Overview) bool {
-		return o.JobsFinished == 2 && o.JobsFailed == 2 && o.JobsCancelled == 1 && o.JobsRunning == 0
+		return o.JobsFinished == 3 && o.JobsFailed == 2 && o.JobsCancelled == 1 && o.JobsRunning == 0
 	})
 	ov, err := client.Overview(context.Background())
 	if err != nil || ov.TaskManagers != 2 || ov.SlotsAvailable != 6 {
@@ -342,6 +363,46 @@ func TestClusterRunJobs(t *testing.T) {
 	case <-jm.done:
 		t.Fatalf("the jobmanager exited: %v", jm.err)
 	default:
+	}
+}
+
+// checkSpread checks GET /jobs/{id} of a finished job that ran on both
+// TaskManagers: the vertices have the given parallelisms, subtask s of
+// every vertex runs in slot s (slot sharing) on one of the cluster's
+// TaskManagers, the subtasks cover both of them, and one worker ran on
+// each.
+func checkSpread(t *testing.T, d cluster.JobDetails, tmIDs map[string]bool, parallelism []int) {
+	t.Helper()
+	if d.State != cluster.JobFinished || len(d.Vertices) != len(parallelism) || len(d.Workers) != 2 || d.SlotsNeeded != slices.Max(parallelism) {
+		t.Fatalf("GET /jobs/%s = %+v", d.ID, d)
+	}
+	used := map[string]bool{}
+	slotTM := map[int]string{}
+	for i, v := range d.Vertices {
+		if v.Parallelism != parallelism[i] || len(v.Subtasks) != v.Parallelism {
+			t.Errorf("vertex %s: parallelism %d with %d subtasks listed, want %d", v.Name, v.Parallelism, len(v.Subtasks), parallelism[i])
+		}
+		for _, st := range v.Subtasks {
+			if !tmIDs[st.TaskManager] || st.TaskManagerAddress == "" || st.Attempt != d.Attempt {
+				t.Errorf("vertex %s subtask %d placed at %+v", v.Name, st.Subtask, st)
+			}
+			if tm, ok := slotTM[st.Subtask]; ok && tm != st.TaskManager {
+				t.Errorf("vertex %s subtask %d runs on %s, but slot %d is on %s", v.Name, st.Subtask, st.TaskManager, st.Subtask, tm)
+			}
+			slotTM[st.Subtask] = st.TaskManager
+			used[st.TaskManager] = true
+		}
+		if v.Metrics.ReadRecords+v.Metrics.WriteRecords == 0 {
+			t.Errorf("vertex %s counted no records", v.Name)
+		}
+	}
+	if len(used) != 2 {
+		t.Errorf("the subtasks ran on %v, want both TaskManagers", used)
+	}
+	for _, w := range d.Workers {
+		if !tmIDs[w.TaskManager] {
+			t.Errorf("worker %+v on an unknown TaskManager", w)
+		}
 	}
 }
 

@@ -38,6 +38,7 @@ func main() {
 	output := flag.String("output", "", "write the counts to part files under `dir` instead of stdout")
 	mode := flag.String("mode", "batch", "`mode` batch (the final count of every word) or streaming (the running count after every occurrence)")
 	rate := flag.Float64("rate", 0, "read at most `N` input lines a second (0: as fast as possible), to watch a streaming run or stop it midway")
+	countParallelism := flag.Int("count-parallelism", 0, "run the keyed count and the sink with `N` subtasks (0: the job's parallelism, -p)")
 	env := stream.NewEnvironment()
 	switch *mode {
 	case "batch":
@@ -74,6 +75,9 @@ func main() {
 		lines = stream.Process(lines, stream.ProcessFunction[string, string](&throttle{rate: *rate})).Name("throttle").UID("throttle")
 	}
 	counts := wc.Build(lines)
+	if *countParallelism < 0 {
+		fail(2, fmt.Errorf("invalid value %d for flag --count-parallelism: want subtasks > 0, or 0 for the job's parallelism", *countParallelism))
+	}
 	var sink *stream.Sink
 	if *output != "" {
 		// The text sink commits its files with the checkpoints, so that
@@ -81,6 +85,10 @@ func main() {
 		sink = stream.SinkTo(counts, file.Text[wc.WordCount](*output, nil), "files")
 	} else {
 		sink = stream.Print(counts)
+	}
+	if *countParallelism > 0 {
+		counts.SetParallelism(*countParallelism)
+		sink.SetParallelism(*countParallelism)
 	}
 	if *mode == "streaming" {
 		// A run resumed with --from-savepoint finds the state of the

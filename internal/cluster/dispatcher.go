@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/weirproject/weir/config"
@@ -51,8 +53,9 @@ type JobSubmission struct {
 	SavepointPath         string `json:"savepointPath,omitempty"`
 	AllowNonRestoredState bool   `json:"allowNonRestoredState,omitempty"`
 	// Options are key=value settings passed to the program as -D; the
-	// JobManager reads restart-strategy.* and slot.request.timeout from
-	// them (and from -D arguments in Args).
+	// JobManager reads restart-strategy.*, slot.request.timeout and
+	// cluster.evenly-spread-out-slots from them (and from -D arguments in
+	// Args).
 	Options []string `json:"options,omitempty"`
 	// Plan is the job graph the program printed with --plan=json.
 	Plan json.RawMessage `json:"plan"`
@@ -85,6 +88,55 @@ func (p *JobPlan) SlotsNeeded() int {
 	return n
 }
 
+// firstSlots returns the job slot number of the first slot of each slot
+// sharing group. The job's slots are numbered as runtime.AllocateSlots
+// numbers them: the groups in the order in which they first appear in
+// Vertices, each taking as many consecutive numbers as its widest
+// vertex's parallelism.
+func (p *JobPlan) firstSlots() map[string]int {
+	width := make(map[string]int)
+	var groups []string
+	for _, v := range p.Vertices {
+		if _, ok := width[v.SlotSharingGroup]; !ok {
+			groups = append(groups, v.SlotSharingGroup)
+		}
+		width[v.SlotSharingGroup] = max(width[v.SlotSharingGroup], v.Parallelism)
+	}
+	first := make(map[string]int, len(groups))
+	n := 0
+	for _, g := range groups {
+		first[g] = n
+		n += width[g]
+	}
+	return first
+}
+
+// SlotOf returns the job slot number, from 0 to SlotsNeeded()-1, in which
+// subtask subtask of the vertex Vertices[vertex] runs: the first slot of
+// the vertex's slot sharing group plus the subtask index.
+func (p *JobPlan) SlotOf(vertex, subtask int) int {
+	return p.firstSlots()[p.Vertices[vertex].SlotSharingGroup] + subtask
+}
+
+// placeWorkers turns the slots allocated to an attempt into its workers:
+// job slot k is slots[k]; the workers are the distinct TaskManagers in the
+// order in which their first slot appears, so that worker 0 (the leader)
+// holds job slot 0; placement[k] is the worker index of job slot k.
+func placeWorkers(slots []SlotID) (taskManagers []string, placement []int) {
+	index := make(map[string]int)
+	placement = make([]int, len(slots))
+	for k, s := range slots {
+		i, ok := index[s.ResourceID]
+		if !ok {
+			i = len(taskManagers)
+			index[s.ResourceID] = i
+			taskManagers = append(taskManagers, s.ResourceID)
+		}
+		placement[k] = i
+	}
+	return taskManagers, placement
+}
+
 // JobSubmitted is the answer of POST /jobs.
 type JobSubmitted struct {
 	JobID string `json:"jobid"`
@@ -95,15 +147,18 @@ type JobDetails struct {
 	ID    string `json:"jid"`
 	Name  string `json:"name"`
 	State string `json:"state"`
-	// Attempt counts the starts of the job on a TaskManager, from 1; 0
-	// before the first.
+	// Attempt counts the deployments of the job, from 1; 0 before the
+	// first.
 	Attempt  int `json:"attempt"`
 	Restarts int `json:"restarts"`
-	// TaskManager runs the current attempt; every subtask of the job runs
-	// there.
+	// TaskManager runs the leader worker of the current attempt (worker 0,
+	// which holds job slot 0 and coordinates checkpoints and savepoints).
 	TaskManager        string `json:"taskmanager,omitempty"`
 	TaskManagerAddress string `json:"taskmanagerAddress,omitempty"`
 	SlotsNeeded        int    `json:"slotsNeeded"`
+	// Workers are the worker processes of the current (or last) attempt,
+	// one per TaskManager that holds slots of it.
+	Workers []WorkerJSON `json:"workers,omitempty"`
 	// Times are Unix milliseconds; EndTime is -1 while the job runs.
 	StartTime   int64             `json:"start-time"`
 	EndTime     int64             `json:"end-time"`
@@ -116,14 +171,29 @@ type JobDetails struct {
 	Error string `json:"error,omitempty"`
 }
 
+// WorkerJSON is one worker of a job attempt in GET /jobs/{id}.
+type WorkerJSON struct {
+	Index              int    `json:"index"`
+	TaskManager        string `json:"taskmanager"`
+	TaskManagerAddress string `json:"host"`
+	// State is the worker's: DEPLOYING, RUNNING, FINISHED, FAILED,
+	// CANCELED, or LOST when its TaskManager was lost.
+	State string `json:"state"`
+	// DataAddress is where the worker accepts data connections from the
+	// other workers of its attempt, once it has reported it.
+	DataAddress string `json:"dataAddress,omitempty"`
+	Error       string `json:"error,omitempty"`
+}
+
 // JobVertexJSON is one vertex in GET /jobs/{id}.
 type JobVertexJSON struct {
-	ID               string            `json:"id"`
-	Name             string            `json:"name"`
-	Parallelism      int               `json:"parallelism"`
-	SlotSharingGroup string            `json:"slotSharingGroup"`
-	TaskManager      string            `json:"taskmanager,omitempty"`
-	Metrics          VertexMetricsJSON `json:"metrics"`
+	ID               string `json:"id"`
+	Name             string `json:"name"`
+	Parallelism      int    `json:"parallelism"`
+	SlotSharingGroup string `json:"slotSharingGroup"`
+	// TaskManager runs subtask 0.
+	TaskManager string            `json:"taskmanager,omitempty"`
+	Metrics     VertexMetricsJSON `json:"metrics"`
 	// Subtasks says where each subtask runs and in which attempt.
 	Subtasks []SubtaskJSON `json:"subtasks,omitempty"`
 }
@@ -159,13 +229,18 @@ type job struct {
 	plan        JobPlan
 	slots       int
 	slotTimeout time.Duration
+	spread      bool // cluster.evenly-spread-out-slots
 	restart     runtime.RestartStrategy
 	events      chan jobEvent // to the job's goroutine
 
 	state         string
 	attempt       int
 	restarts      int
-	tm, tmAddress string
+	tm, tmAddress string // of the leader worker
+	workers       []*attemptWorker
+	placement     []int // worker index by job slot
+	dataToken     string
+	live          bool // the attempt's workers may run; false once it was stopped
 	waiting       string
 	vertices      []JobVertexJSON
 	baseChk       int // checkpoints completed by earlier attempts
@@ -185,7 +260,24 @@ type jobEvent struct {
 	err     string
 }
 
-// dispatcher accepts jobs and runs each of them on one TaskManager.
+// attemptWorker is one worker process of a job attempt: the part of the
+// attempt that runs in the slots of one TaskManager.
+type attemptWorker struct {
+	index       int
+	tm, address string
+	state       string           // DEPLOYING until the TaskManager reports it; LOST with its TaskManager
+	status      *rpcpb.JobStatus // last reported
+	dataAddress string
+	cancelSent  bool
+}
+
+func (w *attemptWorker) ended() bool { return IsTerminalJobState(w.state) || w.state == workerLost }
+
+// workerLost is the state of a worker whose TaskManager was lost.
+const workerLost = "LOST"
+
+// dispatcher accepts jobs and runs each of them on one or more
+// TaskManagers.
 type dispatcher struct {
 	jm *JobManager
 
@@ -232,6 +324,10 @@ func (d *dispatcher) submit(sub JobSubmission) (string, error) {
 	if cfg.IsSet(config.SlotRequestTimeout.Key) {
 		slotTimeout = config.SlotRequestTimeout.Get(cfg)
 	}
+	spread := d.jm.opts.EvenlySpreadOutSlots
+	if cfg.IsSet(config.ClusterEvenlySpreadOutSlots.Key) {
+		spread = config.ClusterEvenlySpreadOutSlots.Get(cfg)
+	}
 	j := &job{
 		id:          newID() + newID(),
 		name:        plan.JobName,
@@ -239,6 +335,7 @@ func (d *dispatcher) submit(sub JobSubmission) (string, error) {
 		plan:        plan,
 		slots:       plan.SlotsNeeded(),
 		slotTimeout: slotTimeout,
+		spread:      spread,
 		restart:     restartStrategyFrom(cfg),
 		events:      make(chan jobEvent, 16),
 		state:       JobCreated,
@@ -294,35 +391,28 @@ func (d *dispatcher) run(j *job) {
 	defer d.jm.pool.Release(j.id)
 	restore, allowNonRestored := j.sub.SavepointPath, j.sub.AllowNonRestoredState
 	for {
-		tm, err := d.waitForSlots(j)
+		alloc, err := d.waitForSlots(j)
 		if err != nil {
 			d.end(j, err)
 			return
 		}
-		d.mu.Lock()
-		j.attempt++
-		attempt := j.attempt
-		j.tm, j.tmAddress, j.waiting = tm.ResourceID, tm.Address, ""
-		j.attemptChk = 0
-		for i := range j.vertices {
-			v := &j.vertices[i]
-			v.TaskManager = tm.ResourceID
-			v.Metrics = VertexMetricsJSON{}
-			// Every subtask of an attempt runs on its one TaskManager. A
-			// new slice: readers may hold the previous one.
-			subtasks := make([]SubtaskJSON, 0, v.Parallelism)
-			for s := range v.Parallelism {
-				subtasks = append(subtasks, SubtaskJSON{Subtask: s, Attempt: attempt, TaskManager: tm.ResourceID, TaskManagerAddress: tm.Address})
-			}
-			v.Subtasks = subtasks
-		}
-		d.mu.Unlock()
+		attempt := d.startAttempt(j, alloc)
 		started := time.Now()
-		d.jm.log.Info("job attempt starting", "job", j.id, "attempt", attempt, "taskmanager", tm.ResourceID, "restore", restore)
-		ended := d.deploy(j, tm, attempt, restore, allowNonRestored)
+		d.jm.log.Info("job attempt starting", "job", j.id, "attempt", attempt, "taskmanagers", alloc.taskManagerIDs(),
+			"placement", alloc.placement, "restore", restore)
+		ended := d.deploy(j, attempt, restore, allowNonRestored)
 		if ended.kind == "" {
 			ended = d.watch(j, attempt)
 		}
+		if ended.state != JobFinished {
+			// Every worker of a failed or cancelled attempt stops before
+			// its slots are given up: two attempts of a job must not
+			// write output side by side.
+			d.stopWorkers(j, attempt)
+		}
+		d.mu.Lock()
+		j.live = false
+		d.mu.Unlock()
 		d.jm.pool.Release(j.id)
 		switch {
 		case ended.kind == "cancel" || ended.state == JobCanceled:
@@ -333,9 +423,6 @@ func (d *dispatcher) run(j *job) {
 			return
 		}
 		reason := ended.err
-		if ended.kind == "lost" {
-			reason = fmt.Sprintf("taskmanager %s was lost: %s", tm.ResourceID, ended.err)
-		}
 		delay, rerr := j.restart.OnFailure(time.Now(), time.Since(started))
 		if rerr != nil {
 			d.end(j, fmt.Errorf("attempt %d failed: %s; %v", attempt, reason, rerr))
@@ -351,15 +438,29 @@ func (d *dispatcher) run(j *job) {
 		}
 		d.mu.Unlock()
 		d.jm.log.Warn("job attempt failed; restarting", "job", j.id, "attempt", attempt, "error", reason, "delay", delay, "restore", restore)
+		if !d.sleep(j, delay) {
+			return
+		}
+	}
+}
+
+// sleep waits out a restart delay. It returns false when the job has
+// ended meanwhile (cancelled) or the JobManager is shutting down.
+func (d *dispatcher) sleep(j *job, delay time.Duration) bool {
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	for {
 		select {
 		case ev := <-j.events:
 			if ev.kind == "cancel" {
 				d.end(j, errCanceled)
-				return
+				return false
 			}
-		case <-time.After(delay):
+			// about the attempt that ended
+		case <-timer.C:
+			return true
 		case <-d.jm.ctx.Done():
-			return
+			return false
 		}
 	}
 }
@@ -386,69 +487,187 @@ func (d *dispatcher) end(j *job, err error) {
 	d.jm.log.Info("job ended", "job", j.id, "state", j.state, "attempts", j.attempt, "error", j.err)
 }
 
-// waitForSlots allocates the job's slots on one TaskManager, waiting for
-// one with enough free slots up to the job's slot request timeout.
-func (d *dispatcher) waitForSlots(j *job) (TaskManagerInfo, error) {
+// allocation is the slots of one attempt: its workers' TaskManagers, the
+// leader first, and the worker index of each job slot.
+type allocation struct {
+	workers   []TaskManagerInfo
+	placement []int
+}
+
+func (a allocation) taskManagerIDs() []string {
+	ids := make([]string, len(a.workers))
+	for i, w := range a.workers {
+		ids[i] = w.ResourceID
+	}
+	return ids
+}
+
+// startAttempt makes the next attempt of j the current one, with its
+// workers on the allocated TaskManagers, and returns its number.
+func (d *dispatcher) startAttempt(j *job, alloc allocation) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j.attempt++
+	j.workers = make([]*attemptWorker, len(alloc.workers))
+	for i, tm := range alloc.workers {
+		j.workers[i] = &attemptWorker{index: i, tm: tm.ResourceID, address: tm.Address, state: attemptDeploying}
+	}
+	j.placement = alloc.placement
+	j.dataToken = newID() + newID()
+	j.live = true
+	j.tm, j.tmAddress, j.waiting = j.workers[0].tm, j.workers[0].address, ""
+	j.attemptChk = 0
+	first := j.plan.firstSlots()
+	for i := range j.vertices {
+		v := &j.vertices[i]
+		v.Metrics = VertexMetricsJSON{}
+		// A new slice: readers may hold the previous one.
+		subtasks := make([]SubtaskJSON, 0, v.Parallelism)
+		for s := range v.Parallelism {
+			w := j.workers[0]
+			if k := first[v.SlotSharingGroup] + s; k < len(j.placement) {
+				w = j.workers[j.placement[k]]
+			}
+			subtasks = append(subtasks, SubtaskJSON{Subtask: s, Attempt: j.attempt, TaskManager: w.tm, TaskManagerAddress: w.address})
+		}
+		v.Subtasks = subtasks
+		v.TaskManager = subtasks[0].TaskManager
+	}
+	return j.attempt
+}
+
+// waitForSlots allocates the job's slots, waiting until the cluster has
+// enough free ones up to the job's slot request timeout. A job that one
+// TaskManager can hold runs there, unless cluster.evenly-spread-out-slots
+// is set; otherwise its slots are spread over the TaskManagers.
+func (d *dispatcher) waitForSlots(j *job) (allocation, error) {
 	deadline := time.Now().Add(j.slotTimeout)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		tm, largest, ok := d.jm.pool.AllocateOnOne(j.id, j.slots)
-		if ok {
-			return tm, nil
+		if alloc, ok := d.allocate(j); ok {
+			return alloc, nil
 		}
-		reason := fmt.Sprintf("needs %d slots in one TaskManager, the largest free is %d", j.slots, largest)
-		if n, _, _ := d.jm.pool.Totals(); n == 0 {
+		tms, total, free := d.jm.pool.Totals()
+		reason := fmt.Sprintf("needs %d slots, %d of %d are free on %d TaskManagers", j.slots, free, total, tms)
+		if tms == 0 {
 			reason += " (no TaskManager is registered)"
 		}
 		d.mu.Lock()
 		j.waiting = reason
 		d.mu.Unlock()
 		if time.Now().After(deadline) {
-			return TaskManagerInfo{}, fmt.Errorf("no slots within slot.request.timeout (%v): the job %s; "+
-				"a job runs in one TaskManager for now", j.slotTimeout, reason)
+			return allocation{}, fmt.Errorf("no slots within slot.request.timeout (%v): the job %s", j.slotTimeout, reason)
 		}
 		select {
 		case ev := <-j.events:
 			if ev.kind == "cancel" {
-				return TaskManagerInfo{}, errCanceled
+				return allocation{}, errCanceled
 			}
 		case <-tick.C:
 		case <-d.jm.ctx.Done():
-			return TaskManagerInfo{}, errors.New("the jobmanager is shutting down")
+			return allocation{}, errors.New("the jobmanager is shutting down")
 		}
 	}
 }
 
-// deploy submits an attempt to its TaskManager. It returns an event when
-// the attempt ended before it ran.
-func (d *dispatcher) deploy(j *job, tm TaskManagerInfo, attempt int, restore string, allowNonRestored bool) jobEvent {
-	client, regID, ok := d.jm.taskManagerClient(tm.ResourceID)
-	if !ok {
-		return jobEvent{kind: "lost", err: "gone before the job was deployed"}
+// allocate takes the job's slots if the cluster has enough free ones.
+func (d *dispatcher) allocate(j *job) (allocation, bool) {
+	if !j.spread {
+		if tm, _, ok := d.jm.pool.AllocateOnOne(j.id, j.slots); ok {
+			return allocation{workers: []TaskManagerInfo{tm}, placement: make([]int, j.slots)}, true
+		}
 	}
+	slots, err := d.jm.pool.Allocate(j.id, j.slots)
+	if err != nil {
+		return allocation{}, false
+	}
+	ids, placement := placeWorkers(slots)
+	alloc := allocation{placement: placement}
+	for _, id := range ids {
+		// A TaskManager removed since the allocation keeps its ID and no
+		// address; deploying to it fails as a lost TaskManager.
+		info, _ := d.jm.pool.TaskManager(id)
+		info.ResourceID = id
+		alloc.workers = append(alloc.workers, info)
+	}
+	return alloc, true
+}
+
+// deploy submits an attempt to the TaskManagers of its workers. It
+// returns an event when the attempt ended before it ran.
+func (d *dispatcher) deploy(j *job, attempt int, restore string, allowNonRestored bool) jobEvent {
 	d.mu.Lock()
 	j.state = JobRunning
 	if j.cancel {
 		j.state = JobCancelling
 	}
+	workers := slices.Clone(j.workers)
+	var placement []int32
+	if len(workers) > 1 {
+		for _, p := range j.placement {
+			placement = append(placement, int32(p))
+		}
+	}
+	token := j.dataToken
 	d.mu.Unlock()
-	ctx, cancel := context.WithTimeout(d.jm.ctx, d.jm.opts.RPCTimeout)
-	defer cancel()
-	_, err := client.SubmitJob(ctx, &rpcpb.SubmitJobRequest{
-		RegistrationId:        regID,
-		JobId:                 j.id,
-		Attempt:               int32(attempt),
-		ArtifactSha256:        j.sub.Artifact,
-		Args:                  j.sub.Args,
-		Parallelism:           int32(j.sub.Parallelism),
-		Options:               j.sub.Options,
-		RestorePath:           restore,
-		AllowNonRestoredState: allowNonRestored,
-		Fingerprint:           j.plan.Fingerprint,
-	})
-	if err != nil {
-		return jobEvent{kind: "ended", state: JobFailed, err: fmt.Sprintf("deploying to taskmanager %s: %v", tm.ResourceID, err)}
+	errs := make([]jobEvent, len(workers))
+	var wg sync.WaitGroup
+	for i, w := range workers {
+		wg.Go(func() {
+			client, regID, ok := d.jm.taskManagerClient(w.tm)
+			if !ok {
+				errs[i] = jobEvent{kind: "lost", attempt: attempt,
+					err: fmt.Sprintf("taskmanager %s (worker %d) was lost: gone before the job was deployed", w.tm, w.index)}
+				return
+			}
+			ctx, cancel := context.WithTimeout(d.jm.ctx, d.jm.opts.RPCTimeout)
+			defer cancel()
+			_, err := client.SubmitJob(ctx, &rpcpb.SubmitJobRequest{
+				RegistrationId:        regID,
+				JobId:                 j.id,
+				Attempt:               int32(attempt),
+				ArtifactSha256:        j.sub.Artifact,
+				Args:                  j.sub.Args,
+				Parallelism:           int32(j.sub.Parallelism),
+				Options:               j.sub.Options,
+				RestorePath:           restore,
+				AllowNonRestoredState: allowNonRestored,
+				Fingerprint:           j.plan.Fingerprint,
+				WorkerIndex:           int32(w.index),
+				Workers:               int32(len(workers)),
+				Placement:             placement,
+				DataToken:             token,
+			})
+			if err != nil {
+				errs[i] = jobEvent{kind: "ended", attempt: attempt, state: JobFailed,
+					err: fmt.Sprintf("deploying worker %d to taskmanager %s: %v", w.index, w.tm, err)}
+			}
+		})
+	}
+	wg.Wait()
+	var failed *jobEvent
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, ev := range errs {
+		if ev.kind == "" {
+			continue
+		}
+		// A worker that was never deployed has nothing to stop.
+		if w := workers[i]; j.attempt == attempt && w.state == attemptDeploying {
+			w.state = JobFailed
+			if ev.kind == "lost" {
+				w.state = workerLost
+			}
+		}
+		if failed == nil {
+			failed = &errs[i]
+		}
+	}
+	if failed != nil {
+		// The attempt's end is decided; reports must not send another.
+		j.terminalSent = attempt
+		return *failed
 	}
 	return jobEvent{}
 }
@@ -463,9 +682,8 @@ func (d *dispatcher) watch(j *job, attempt int) jobEvent {
 			case ev.kind == "cancel":
 				d.mu.Lock()
 				j.state = JobCancelling
-				tmID := j.tm
 				d.mu.Unlock()
-				d.cancelAttempt(tmID, j.id, attempt)
+				d.cancelWorkers(j, attempt)
 				// A worker that ignores SIGTERM is killed after the
 				// grace period; give up waiting some time after that.
 				cancelled = time.After(workerCancelGrace + 2*d.jm.opts.HeartbeatTimeout)
@@ -490,6 +708,63 @@ func (d *dispatcher) watch(j *job, attempt int) jobEvent {
 	}
 }
 
+// cancelWorkers asks the TaskManagers of an attempt's workers that have
+// not ended to stop them, once each.
+func (d *dispatcher) cancelWorkers(j *job, attempt int) {
+	d.mu.Lock()
+	var tms []string
+	if j.attempt == attempt {
+		for _, w := range j.workers {
+			if !w.ended() && !w.cancelSent {
+				w.cancelSent = true
+				tms = append(tms, w.tm)
+			}
+		}
+	}
+	d.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, tm := range tms {
+		wg.Go(func() { d.cancelAttempt(tm, j.id, attempt) })
+	}
+	wg.Wait()
+}
+
+// stopWorkers cancels the workers of an attempt that has failed or was
+// cancelled and waits until each has ended or its TaskManager is gone: a
+// worker that ignores SIGTERM is killed after the grace period, so the
+// wait is bounded by that and a few heartbeats.
+func (d *dispatcher) stopWorkers(j *job, attempt int) {
+	deadline := time.NewTimer(workerCancelGrace + 2*d.jm.opts.HeartbeatTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		// Again each time: a worker whose deployment seemed to fail may
+		// turn up running after all.
+		d.cancelWorkers(j, attempt)
+		d.mu.Lock()
+		var running []string
+		for _, w := range j.workers {
+			if !w.ended() {
+				running = append(running, fmt.Sprintf("%d on %s", w.index, w.tm))
+			}
+		}
+		d.mu.Unlock()
+		if len(running) == 0 {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			d.jm.log.Warn("workers of a stopped job attempt did not report their end; giving up their slots",
+				"job", j.id, "attempt", attempt, "workers", running)
+			return
+		case <-d.jm.ctx.Done():
+			return
+		}
+	}
+}
+
 // cancelAttempt asks a TaskManager to stop an attempt; failing is
 // harmless, since a lost TaskManager's workers die with it.
 func (d *dispatcher) cancelAttempt(tmID, jobID string, attempt int) {
@@ -504,37 +779,46 @@ func (d *dispatcher) cancelAttempt(tmID, jobID string, attempt int) {
 	}
 }
 
+// workerOf returns the worker of j's current attempt that runs on
+// TaskManager tmID, or nil.
+func (j *job) workerOf(tmID string) *attemptWorker {
+	for _, w := range j.workers {
+		if w.tm == tmID {
+			return w
+		}
+	}
+	return nil
+}
+
 // report takes the job statuses of a TaskManager's heartbeat answer.
-// Attempts the dispatcher does not expect there (an attempt that was
-// restarted elsewhere while the TaskManager was cut off) are cancelled.
+// Each is matched to a worker by job, attempt and TaskManager. Attempts
+// the dispatcher does not expect there (an attempt that was restarted
+// elsewhere while the TaskManager was cut off, or one whose other workers
+// were stopped) are cancelled on that TaskManager only.
 func (d *dispatcher) report(tmID string, statuses []*rpcpb.JobStatus) {
 	var stale []*rpcpb.JobStatus
 	d.mu.Lock()
 	for _, st := range statuses {
 		j := d.jobs[st.GetJobId()]
 		terminal := IsTerminalJobState(st.GetState())
-		if j == nil || j.tm != tmID || j.attempt != int(st.GetAttempt()) || IsTerminalJobState(j.state) {
+		var w *attemptWorker
+		if j != nil && j.attempt == int(st.GetAttempt()) && j.live && !IsTerminalJobState(j.state) {
+			w = j.workerOf(tmID)
+		}
+		if w == nil {
 			if !terminal {
 				stale = append(stale, st)
 			}
 			continue
 		}
-		byID := make(map[string]*rpcpb.VertexStatus, len(st.GetVertices()))
-		for _, v := range st.GetVertices() {
-			byID[v.GetId()] = v
+		if w.state != workerLost {
+			w.state = st.GetState()
 		}
-		for i := range j.vertices {
-			if v := byID[j.vertices[i].ID]; v != nil {
-				j.vertices[i].Metrics = VertexMetricsJSON{ReadRecords: v.GetRecordsIn(), WriteRecords: v.GetRecordsOut()}
-			}
-		}
-		j.attemptChk = int(st.GetCompletedCheckpoints())
-		if st.GetLatestCheckpoint() != "" {
-			j.latest = st.GetLatestCheckpoint()
-		}
-		if terminal && j.terminalSent != j.attempt {
+		w.status = st
+		j.aggregateLocked()
+		if ev, ok := j.outcomeLocked(); ok && j.terminalSent != j.attempt {
 			j.terminalSent = j.attempt
-			j.events <- jobEvent{kind: "ended", attempt: j.attempt, state: st.GetState(), err: st.GetError()}
+			j.events <- ev
 		}
 	}
 	d.mu.Unlock()
@@ -545,16 +829,134 @@ func (d *dispatcher) report(tmID string, statuses []*rpcpb.JobStatus) {
 	}
 }
 
-// taskManagerLost tells the jobs running on a TaskManager that it is gone.
+// aggregateLocked sums the workers' metrics per vertex (each worker counts
+// its own subtasks) and takes the checkpoints from the leader, which
+// coordinates them.
+func (j *job) aggregateLocked() {
+	sums := make(map[string]VertexMetricsJSON, len(j.vertices))
+	for _, w := range j.workers {
+		for _, v := range w.status.GetVertices() {
+			m := sums[v.GetId()]
+			m.ReadRecords += v.GetRecordsIn()
+			m.WriteRecords += v.GetRecordsOut()
+			sums[v.GetId()] = m
+		}
+	}
+	for i := range j.vertices {
+		if m, ok := sums[j.vertices[i].ID]; ok {
+			j.vertices[i].Metrics = m
+		}
+	}
+	if len(j.workers) > 0 {
+		leader := j.workers[0].status
+		j.attemptChk = int(leader.GetCompletedCheckpoints())
+		if leader.GetLatestCheckpoint() != "" {
+			j.latest = leader.GetLatestCheckpoint()
+		}
+	}
+}
+
+// outcomeLocked says whether the current attempt has ended by its
+// workers' states: FINISHED when every worker finished; FAILED (or
+// CANCELED) as soon as one worker failed or was cancelled.
+func (j *job) outcomeLocked() (jobEvent, bool) {
+	finished := 0
+	for _, w := range j.workers {
+		switch w.state {
+		case JobFinished:
+			finished++
+		case JobFailed:
+			return jobEvent{kind: "ended", attempt: j.attempt, state: JobFailed, err: j.workerError(w, w.status.GetError())}, true
+		case JobCanceled:
+			if j.cancel {
+				return jobEvent{kind: "ended", attempt: j.attempt, state: JobCanceled}, true
+			}
+			// Not cancelled by the JobManager: its TaskManager is
+			// shutting down.
+			return jobEvent{kind: "ended", attempt: j.attempt, state: JobFailed,
+				err: j.workerError(w, "cancelled by its taskmanager")}, true
+		}
+	}
+	if finished == len(j.workers) && finished > 0 {
+		return jobEvent{kind: "ended", attempt: j.attempt, state: JobFinished}, true
+	}
+	return jobEvent{}, false
+}
+
+// workerError names the worker in an error of a job that has several.
+func (j *job) workerError(w *attemptWorker, msg string) string {
+	if len(j.workers) <= 1 {
+		return msg
+	}
+	return fmt.Sprintf("worker %d on taskmanager %s: %s", w.index, w.tm, msg)
+}
+
+// taskManagerLost tells the jobs with a worker on a TaskManager that it is
+// gone.
 func (d *dispatcher) taskManagerLost(tmID, why string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, j := range d.jobs {
-		if j.tm == tmID && !IsTerminalJobState(j.state) && j.terminalSent != j.attempt {
+		if !j.live || IsTerminalJobState(j.state) {
+			continue
+		}
+		w := j.workerOf(tmID)
+		if w == nil || w.ended() {
+			continue
+		}
+		w.state = workerLost
+		if j.terminalSent != j.attempt {
 			j.terminalSent = j.attempt
-			j.events <- jobEvent{kind: "lost", attempt: j.attempt, err: why}
+			err := fmt.Sprintf("taskmanager %s was lost: %s", tmID, why)
+			if len(j.workers) > 1 {
+				err = fmt.Sprintf("taskmanager %s of worker %d was lost: %s", tmID, w.index, why)
+			}
+			j.events <- jobEvent{kind: "lost", attempt: j.attempt, err: err}
 		}
 	}
+}
+
+// reportWorker records the data address of a worker of a job's current
+// attempt, and returns every worker's address once all have reported.
+// Before that, addrs holds those reported so far ("" for the others).
+func (d *dispatcher) reportWorker(req *rpcpb.ReportWorkerRequest) (complete bool, addrs []string, err error) {
+	if _, _, err := net.SplitHostPort(req.GetDataAddress()); err != nil {
+		return false, nil, status.Errorf(codes.InvalidArgument, "data address %q of worker %d of job %s: want host:port",
+			req.GetDataAddress(), req.GetWorkerIndex(), req.GetJobId())
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j := d.jobs[req.GetJobId()]
+	if j == nil {
+		return false, nil, status.Errorf(codes.NotFound, "job %s not found", req.GetJobId())
+	}
+	attempt := int(req.GetAttempt())
+	switch {
+	case attempt != j.attempt || !j.live:
+		return false, nil, status.Errorf(codes.FailedPrecondition, "job %s attempt %d is not the running attempt (the current attempt is %d, %s)",
+			j.id, attempt, j.attempt, j.state)
+	case IsTerminalJobState(j.state):
+		return false, nil, status.Errorf(codes.FailedPrecondition, "job %s has ended (%s)", j.id, j.state)
+	case req.GetWorkerIndex() < 0 || int(req.GetWorkerIndex()) >= len(j.workers):
+		return false, nil, status.Errorf(codes.NotFound, "job %s attempt %d has no worker %d (it has %d)",
+			j.id, attempt, req.GetWorkerIndex(), len(j.workers))
+	}
+	w := j.workers[req.GetWorkerIndex()]
+	if w.tm != req.GetResourceId() {
+		return false, nil, status.Errorf(codes.FailedPrecondition, "worker %d of job %s attempt %d runs on taskmanager %s, not on %s",
+			w.index, j.id, attempt, w.tm, req.GetResourceId())
+	}
+	if w.dataAddress != req.GetDataAddress() {
+		d.jm.log.Info("job worker ready", "job", j.id, "attempt", attempt, "worker", w.index, "taskmanager", w.tm, "data", req.GetDataAddress())
+	}
+	w.dataAddress = req.GetDataAddress()
+	addrs = make([]string, len(j.workers))
+	complete = true
+	for i, o := range j.workers {
+		addrs[i] = o.dataAddress
+		complete = complete && o.dataAddress != ""
+	}
+	return complete, addrs, nil
 }
 
 // cancelJob asks a job to stop; a job that has ended stays as it is.
@@ -595,6 +997,13 @@ func (j *job) detailsLocked() JobDetails {
 		Vertices:    slices.Clone(j.vertices),
 		Checkpoints: JobCheckpointJSON{Completed: j.baseChk + j.attemptChk, Latest: j.latest},
 		Waiting:     j.waiting, Error: j.err,
+	}
+	for _, w := range j.workers {
+		wj := WorkerJSON{Index: w.index, TaskManager: w.tm, TaskManagerAddress: w.address, State: w.state, DataAddress: w.dataAddress}
+		if w.state == JobFailed {
+			wj.Error = w.status.GetError()
+		}
+		out.Workers = append(out.Workers, wj)
 	}
 	end := time.Now()
 	if !j.end.IsZero() {
@@ -662,6 +1071,8 @@ func (d *dispatcher) trigger(id, dir string, stop, drain bool) (string, error) {
 		d.mu.Unlock()
 		return "", fmt.Errorf("job %s is %s; only a RUNNING job can take a savepoint", id, state)
 	}
+	// The leader worker (worker 0) coordinates the job's checkpoints and
+	// takes its savepoints.
 	tmID, attempt := j.tm, j.attempt
 	tid := newID() + newID()
 	st := &savepointTrigger{state: "IN_PROGRESS"}

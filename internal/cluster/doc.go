@@ -13,6 +13,10 @@
 // metrics. Servers listen on loopback by default; listening anywhere else
 // requires a shared token, and TLS can protect both RPC and REST.
 //
-// Job submission and execution on the cluster are not part of this package
-// yet; jobs run on the mini cluster of internal/runtime.
+// Jobs are submitted to the JobManager's dispatcher, which allocates their
+// slots, on one TaskManager or spread over several, and deploys one worker
+// process per TaskManager that holds slots of the attempt. The workers of
+// an attempt learn each other's data addresses through the JobManager
+// (ReportWorker) and exchange records over TCP; the dispatcher restarts a
+// job whole when one of its workers fails or its TaskManager is lost.
 package cluster

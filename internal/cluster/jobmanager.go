@@ -32,9 +32,13 @@ type JobManagerOptions struct {
 	HeartbeatInterval time.Duration
 	HeartbeatTimeout  time.Duration
 	RPCTimeout        time.Duration // deadline of RPCs other than heartbeats
-	// SlotRequestTimeout is how long a job waits for a TaskManager with
-	// enough free slots, unless the job sets slot.request.timeout itself.
+	// SlotRequestTimeout is how long a job waits for enough free slots,
+	// unless the job sets slot.request.timeout itself.
 	SlotRequestTimeout time.Duration
+	// EvenlySpreadOutSlots spreads every job's slots over the
+	// TaskManagers, even one that a single TaskManager could hold, unless
+	// the job sets cluster.evenly-spread-out-slots itself.
+	EvenlySpreadOutSlots bool
 	// WorkingDir keeps the uploaded artifacts; "" = a temporary directory
 	// removed by Close.
 	WorkingDir string
@@ -445,6 +449,21 @@ func (s *jmService) RegisterTaskManager(ctx context.Context, req *rpcpb.Register
 		HeartbeatIntervalMs: jm.opts.HeartbeatInterval.Milliseconds(),
 		HeartbeatTimeoutMs:  jm.opts.HeartbeatTimeout.Milliseconds(),
 	}, nil
+}
+
+func (s *jmService) ReportWorker(ctx context.Context, req *rpcpb.ReportWorkerRequest) (*rpcpb.ReportWorkerResponse, error) {
+	// Only the TaskManager that runs the worker, under its current
+	// registration, may report it (the token, when set, was checked
+	// before).
+	if _, regID, ok := s.jm.taskManagerClient(req.GetResourceId()); !ok || regID != req.GetRegistrationId() {
+		return nil, status.Errorf(codes.FailedPrecondition, "taskmanager %s has no registration %s with this jobmanager",
+			req.GetResourceId(), req.GetRegistrationId())
+	}
+	complete, addrs, err := s.jm.dispatcher.reportWorker(req)
+	if err != nil {
+		return nil, err
+	}
+	return &rpcpb.ReportWorkerResponse{Complete: complete, DataAddresses: addrs}, nil
 }
 
 func (s *jmService) UnregisterTaskManager(ctx context.Context, req *rpcpb.UnregisterTaskManagerRequest) (*rpcpb.UnregisterTaskManagerResponse, error) {

@@ -31,8 +31,9 @@ func JobManagerOptionsFrom(cfg *config.Configuration) JobManagerOptions {
 		RPCTimeout:        config.RPCTimeout.Get(cfg),
 		Security:          SecurityFrom(cfg),
 
-		SlotRequestTimeout: config.SlotRequestTimeout.Get(cfg),
-		WorkingDir:         config.ProcessWorkingDir.Get(cfg),
+		SlotRequestTimeout:   config.SlotRequestTimeout.Get(cfg),
+		EvenlySpreadOutSlots: config.ClusterEvenlySpreadOutSlots.Get(cfg),
+		WorkingDir:           config.ProcessWorkingDir.Get(cfg),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -37,13 +38,40 @@ const workerShutdownGrace = 5 * time.Second
 // heartbeats.
 const endedAttemptRetention = time.Minute
 
+// rendezvousTimeout bounds how long the workers of an attempt that spans
+// several TaskManagers take to learn each other's data addresses. A
+// variable for tests.
+var rendezvousTimeout = 60 * time.Second
+
+// Intervals of the rendezvous: reading the status file until the worker
+// has written its data address, and calling ReportWorker until every
+// worker of the attempt has reported.
+const (
+	rendezvousPollInterval   = 50 * time.Millisecond
+	rendezvousReportInterval = 100 * time.Millisecond
+)
+
 // Environment of a worker process; stream.Worker*Env name the same.
 const (
 	envWorkerStatus      = "WEIR_WORKER_STATUS"
 	envWorkerJobID       = "WEIR_JOB_ID"
 	envWorkerToken       = "WEIR_WORKER_TOKEN"
 	envWorkerFingerprint = "WEIR_JOB_FINGERPRINT"
+	envWorkerAttempt     = "WEIR_ATTEMPT"
+	// Only for an attempt with several workers:
+	envWorkerIndex     = "WEIR_WORKER_INDEX"     // this worker's index, 0 = the leader
+	envWorkerPlacement = "WEIR_WORKER_PLACEMENT" // worker index of each job slot, comma-separated
+	envWorkerPeers     = "WEIR_WORKER_PEERS"     // the peers file, written once all workers reported
+	envDataToken       = "WEIR_DATA_TOKEN"       // secret of the attempt's data connections
+	envDataHost        = "WEIR_DATA_HOST"        // host to listen on and advertise for data connections
 )
+
+// peersFile is the file WEIR_WORKER_PEERS names, which the TaskManager
+// writes (atomically) once every worker of the attempt has reported its
+// data address: DataAddresses by worker index.
+type peersFile struct {
+	DataAddresses []string `json:"dataAddresses"`
+}
 
 // workerStatus is a worker's status file (stream.WorkerStatus).
 type workerStatus struct {
@@ -59,6 +87,9 @@ type workerStatus struct {
 	LatestCheckpoint     string `json:"latestCheckpoint"`
 	Error                string `json:"error"`
 	Control              string `json:"control"`
+	// DataAddress is the host:port on which a worker of an attempt with
+	// several workers accepts data connections from the others.
+	DataAddress string `json:"dataAddress"`
 }
 
 // workerAttempt is one attempt of a job, run as a worker process.
@@ -70,10 +101,19 @@ type workerAttempt struct {
 	token      string
 	done       chan struct{} // closed when the attempt ended
 
+	// An attempt with several workers (workers > 1) meets its peers
+	// through the JobManager (rendezvous).
+	workerIndex int
+	workers     int
+	placement   []int32
+	dataToken   string
+	peersPath   string
+
 	mu       sync.Mutex
 	state    string // DEPLOYING, RUNNING, FINISHED, FAILED, CANCELED
 	err      string
 	canceled bool
+	failure  string // why the TaskManager stopped the worker; ends it FAILED
 	proc     *os.Process
 	status   workerStatus // last read
 	ended    time.Time
@@ -100,6 +140,19 @@ func (s *tmService) SubmitJob(ctx context.Context, req *rpcpb.SubmitJobRequest) 
 	case !sha256Hex.MatchString(req.GetArtifactSha256()):
 		return nil, status.Errorf(codes.InvalidArgument, "artifact %q is not a hex SHA-256", req.GetArtifactSha256())
 	}
+	if n := req.GetWorkers(); n > 1 {
+		if i := req.GetWorkerIndex(); i < 0 || i >= n {
+			return nil, status.Errorf(codes.InvalidArgument, "worker index %d of %d workers", i, n)
+		}
+		if len(req.GetPlacement()) == 0 {
+			return nil, status.Error(codes.InvalidArgument, "an attempt with several workers needs a placement")
+		}
+		for k, p := range req.GetPlacement() {
+			if p < 0 || p >= n {
+				return nil, status.Errorf(codes.InvalidArgument, "placement of job slot %d: worker %d of %d", k, p, n)
+			}
+		}
+	}
 	w := tm.workers
 	w.mu.Lock()
 	if old := w.attempts[req.GetJobId()]; old != nil {
@@ -113,9 +166,15 @@ func (s *tmService) SubmitJob(ctx context.Context, req *rpcpb.SubmitJobRequest) 
 		token:   newID() + newID(),
 		done:    make(chan struct{}),
 		state:   attemptDeploying,
+
+		workerIndex: int(req.GetWorkerIndex()),
+		workers:     int(req.GetWorkers()),
+		placement:   req.GetPlacement(),
+		dataToken:   req.GetDataToken(),
 	}
 	a.dir = filepath.Join(tm.workDir, "jobs", fmt.Sprintf("%s-%d", a.jobID, a.attempt))
 	a.statusPath = filepath.Join(a.dir, "status.json")
+	a.peersPath = filepath.Join(a.dir, "peers.json")
 	w.attempts[a.jobID] = a
 	w.mu.Unlock()
 	tm.log.Info("job attempt submitted", "job", a.jobID, "attempt", a.attempt, "artifact", req.GetArtifactSha256(), "restore", req.GetRestorePath())
@@ -190,7 +249,25 @@ func (w *workers) deploy(a *workerAttempt, req *rpcpb.SubmitJobRequest) {
 		envWorkerJobID+"="+a.jobID,
 		envWorkerToken+"="+a.token,
 		envWorkerFingerprint+"="+req.GetFingerprint(),
+		envWorkerAttempt+"="+strconv.Itoa(a.attempt),
 	)
+	if a.workers > 1 {
+		placement := make([]string, len(a.placement))
+		for k, p := range a.placement {
+			placement[k] = strconv.Itoa(int(p))
+		}
+		host, _, err := net.SplitHostPort(tm.addr)
+		if err != nil {
+			host = tm.addr
+		}
+		cmd.Env = append(cmd.Env,
+			envWorkerIndex+"="+strconv.Itoa(a.workerIndex),
+			envWorkerPlacement+"="+strings.Join(placement, ","),
+			envWorkerPeers+"="+a.peersPath,
+			envDataToken+"="+a.dataToken,
+			envDataHost+"="+host,
+		)
+	}
 	bindToParent(cmd)
 
 	// Start and Wait on one locked thread: with bindToParent the kernel
@@ -203,14 +280,24 @@ func (w *workers) deploy(a *workerAttempt, req *rpcpb.SubmitJobRequest) {
 		fail(errors.New("cancelled before it started"))
 		return
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startRetryingBusy(cmd); err != nil {
 		a.mu.Unlock()
 		fail(fmt.Errorf("starting the worker: %w", err))
 		return
 	}
 	a.proc, a.state = cmd.Process, attemptRunning
 	a.mu.Unlock()
-	tm.log.Info("job worker started", "job", a.jobID, "attempt", a.attempt, "pid", cmd.Process.Pid, "dir", a.dir)
+	tm.log.Info("job worker started", "job", a.jobID, "attempt", a.attempt, "pid", cmd.Process.Pid, "dir", a.dir,
+		"worker", a.workerIndex, "workers", max(a.workers, 1))
+	if a.workers > 1 {
+		// Counted before deploy returns, so tm.wg cannot reach zero in
+		// between.
+		tm.wg.Add(1)
+		go func() {
+			defer tm.wg.Done()
+			w.rendezvous(a)
+		}()
+	}
 	werr := cmd.Wait()
 
 	st, _ := readWorkerStatus(a.statusPath)
@@ -220,6 +307,8 @@ func (w *workers) deploy(a *workerAttempt, req *rpcpb.SubmitJobRequest) {
 		a.status = *st
 	}
 	switch {
+	case a.failure != "":
+		a.state, a.err = JobFailed, a.failure
 	case werr == nil:
 		a.state = JobFinished
 	case a.canceled:
@@ -241,6 +330,161 @@ func (w *workers) deploy(a *workerAttempt, req *rpcpb.SubmitJobRequest) {
 	a.ended = time.Now()
 	close(a.done)
 	tm.log.Info("job worker ended", "job", a.jobID, "attempt", a.attempt, "state", a.state, "error", a.err)
+}
+
+// rendezvous lets the worker of an attempt with several workers meet the
+// others: it waits for the worker to write its data address into its
+// status file, reports it to the JobManager (ReportWorker) until every
+// worker of the attempt has reported, and writes their addresses into the
+// peers file. It gives up when the attempt ends, and fails the attempt
+// when the workers have not met within rendezvousTimeout or the
+// JobManager refuses the report.
+func (w *workers) rendezvous(a *workerAttempt) {
+	tm := w.tm
+	deadline := time.Now().Add(rendezvousTimeout)
+	ctx, cancel := context.WithDeadline(tm.ctx, deadline)
+	defer cancel()
+	go func() {
+		select {
+		case <-a.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	poll := time.NewTicker(rendezvousPollInterval)
+	defer poll.Stop()
+	var (
+		dataAddr   string
+		reported   []string // data addresses as of the JobManager's last answer
+		lastErr    string
+		nextReport time.Time
+	)
+	for {
+		select {
+		case <-ctx.Done():
+			if tm.ctx.Err() != nil || isDone(a.done) {
+				return
+			}
+			a.fail(rendezvousFailure(a, dataAddr, reported, lastErr))
+			return
+		case <-poll.C:
+		}
+		if dataAddr == "" {
+			st, err := readWorkerStatus(a.statusPath)
+			if err != nil || st.DataAddress == "" {
+				continue
+			}
+			dataAddr = st.DataAddress
+			tm.log.Info("job worker listens for data", "job", a.jobID, "attempt", a.attempt, "worker", a.workerIndex, "data", dataAddr)
+		}
+		if time.Now().Before(nextReport) {
+			continue
+		}
+		nextReport = time.Now().Add(rendezvousReportInterval)
+		tm.mu.Lock()
+		regID := tm.regID
+		tm.mu.Unlock()
+		rctx, rcancel := context.WithTimeout(ctx, tm.opts.RPCTimeout)
+		resp, err := tm.jm.ReportWorker(rctx, &rpcpb.ReportWorkerRequest{
+			ResourceId:     tm.opts.ResourceID,
+			RegistrationId: regID,
+			JobId:          a.jobID,
+			Attempt:        int32(a.attempt),
+			WorkerIndex:    int32(a.workerIndex),
+			DataAddress:    dataAddr,
+		})
+		rcancel()
+		if err != nil {
+			st := status.Convert(err)
+			switch st.Code() {
+			case codes.FailedPrecondition, codes.NotFound, codes.InvalidArgument, codes.Unauthenticated, codes.PermissionDenied:
+				a.fail(fmt.Sprintf("worker %d: the jobmanager refused its data address: %s", a.workerIndex, st.Message()))
+				return
+			}
+			if time.Now().Before(deadline) {
+				lastErr = st.Message() // not the rendezvous's own deadline
+			}
+			continue
+		}
+		reported = resp.GetDataAddresses()
+		if !resp.GetComplete() {
+			continue
+		}
+		if err := writePeersFile(a.peersPath, reported); err != nil {
+			a.fail(fmt.Sprintf("worker %d: writing the peers file: %v", a.workerIndex, err))
+			return
+		}
+		tm.log.Info("job workers met", "job", a.jobID, "attempt", a.attempt, "worker", a.workerIndex, "peers", reported)
+		return
+	}
+}
+
+// rendezvousFailure says why the workers of an attempt did not meet in
+// time, naming those that never reported.
+func rendezvousFailure(a *workerAttempt, dataAddr string, reported []string, lastErr string) string {
+	var msg string
+	if dataAddr == "" {
+		msg = fmt.Sprintf("worker %d did not write its data address into its status file within %v", a.workerIndex, rendezvousTimeout)
+	} else {
+		var missing []string
+		for i := range a.workers {
+			if i >= len(reported) || reported[i] == "" {
+				missing = append(missing, strconv.Itoa(i))
+			}
+		}
+		if len(missing) == 0 && lastErr != "" {
+			msg = fmt.Sprintf("worker %d could not report its data address to the jobmanager within %v", a.workerIndex, rendezvousTimeout)
+		} else {
+			msg = fmt.Sprintf("the %d workers of attempt %d did not meet within %v: worker(s) %s never reported a data address",
+				a.workers, a.attempt, rendezvousTimeout, strings.Join(missing, ", "))
+		}
+	}
+	if lastErr != "" {
+		msg += "; last error: " + lastErr
+	}
+	return msg
+}
+
+// writePeersFile writes the peers file atomically: a temporary file
+// renamed into place.
+func writePeersFile(path string, addrs []string) error {
+	data, err := json.Marshal(peersFile{DataAddresses: addrs})
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".peers-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func isDone(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// fail stops the worker because the TaskManager gave up on it; the
+// attempt then ends FAILED with msg.
+func (a *workerAttempt) fail(msg string) {
+	a.mu.Lock()
+	if a.failure == "" {
+		a.failure = msg
+	}
+	a.mu.Unlock()
+	a.cancel(workerCancelGrace)
 }
 
 // fetch returns the cached executable of an artifact, fetching it from
@@ -441,4 +685,22 @@ func (b *tailBuffer) lastLines(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.TrimSpace(strings.Join(lines, "\n"))
+}
+
+// startRetryingBusy starts cmd, retrying while exec fails with "text file
+// busy": a process forked elsewhere in this process at the moment the
+// artifact was being written holds a copy of its descriptor until it
+// execs (golang.org/issue/22315).
+func startRetryingBusy(cmd *exec.Cmd) error {
+	for wait := 10 * time.Millisecond; ; wait *= 2 {
+		err := cmd.Start()
+		if err == nil || !errors.Is(err, syscall.ETXTBSY) || wait > time.Second {
+			return err
+		}
+		time.Sleep(wait)
+		// A Cmd cannot be started twice.
+		retry := exec.Command(cmd.Path, cmd.Args[1:]...)
+		retry.Dir, retry.Env, retry.Stdout, retry.Stderr, retry.SysProcAttr = cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr, cmd.SysProcAttr
+		*cmd = *retry
+	}
 }

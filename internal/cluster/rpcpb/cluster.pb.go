@@ -693,7 +693,17 @@ type SubmitJobRequest struct {
 	AllowNonRestoredState bool   `protobuf:"varint,9,opt,name=allow_non_restored_state,json=allowNonRestoredState,proto3" json:"allow_non_restored_state,omitempty"`
 	// Fingerprint of the job graph the client built; the worker refuses to
 	// run a different one.
-	Fingerprint   string `protobuf:"bytes,10,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	Fingerprint string `protobuf:"bytes,10,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	// The attempt's workers: one per TaskManager that holds slots of the
+	// attempt. workers <= 1 is an attempt that runs whole in this worker
+	// (placement is then empty).
+	WorkerIndex int32 `protobuf:"varint,11,opt,name=worker_index,json=workerIndex,proto3" json:"worker_index,omitempty"`
+	Workers     int32 `protobuf:"varint,12,opt,name=workers,proto3" json:"workers,omitempty"`
+	// Worker index of each of the job's slots, by job slot number.
+	Placement []int32 `protobuf:"varint,13,rep,packed,name=placement,proto3" json:"placement,omitempty"`
+	// Secret that the workers of the attempt present to each other on their
+	// data connections; the same for all of them.
+	DataToken     string `protobuf:"bytes,14,opt,name=data_token,json=dataToken,proto3" json:"data_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -798,6 +808,34 @@ func (x *SubmitJobRequest) GetFingerprint() string {
 	return ""
 }
 
+func (x *SubmitJobRequest) GetWorkerIndex() int32 {
+	if x != nil {
+		return x.WorkerIndex
+	}
+	return 0
+}
+
+func (x *SubmitJobRequest) GetWorkers() int32 {
+	if x != nil {
+		return x.Workers
+	}
+	return 0
+}
+
+func (x *SubmitJobRequest) GetPlacement() []int32 {
+	if x != nil {
+		return x.Placement
+	}
+	return nil
+}
+
+func (x *SubmitJobRequest) GetDataToken() string {
+	if x != nil {
+		return x.DataToken
+	}
+	return ""
+}
+
 type SubmitJobResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -834,6 +872,145 @@ func (*SubmitJobResponse) Descriptor() ([]byte, []int) {
 	return file_cluster_proto_rawDescGZIP(), []int{12}
 }
 
+type ReportWorkerRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	ResourceId     string                 `protobuf:"bytes,1,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	RegistrationId string                 `protobuf:"bytes,2,opt,name=registration_id,json=registrationId,proto3" json:"registration_id,omitempty"`
+	JobId          string                 `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Attempt        int32                  `protobuf:"varint,4,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	WorkerIndex    int32                  `protobuf:"varint,5,opt,name=worker_index,json=workerIndex,proto3" json:"worker_index,omitempty"`
+	// host:port the worker accepts data connections on.
+	DataAddress   string `protobuf:"bytes,6,opt,name=data_address,json=dataAddress,proto3" json:"data_address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportWorkerRequest) Reset() {
+	*x = ReportWorkerRequest{}
+	mi := &file_cluster_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportWorkerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportWorkerRequest) ProtoMessage() {}
+
+func (x *ReportWorkerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportWorkerRequest.ProtoReflect.Descriptor instead.
+func (*ReportWorkerRequest) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ReportWorkerRequest) GetResourceId() string {
+	if x != nil {
+		return x.ResourceId
+	}
+	return ""
+}
+
+func (x *ReportWorkerRequest) GetRegistrationId() string {
+	if x != nil {
+		return x.RegistrationId
+	}
+	return ""
+}
+
+func (x *ReportWorkerRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *ReportWorkerRequest) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *ReportWorkerRequest) GetWorkerIndex() int32 {
+	if x != nil {
+		return x.WorkerIndex
+	}
+	return 0
+}
+
+func (x *ReportWorkerRequest) GetDataAddress() string {
+	if x != nil {
+		return x.DataAddress
+	}
+	return ""
+}
+
+type ReportWorkerResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// True once every worker of the attempt has reported.
+	Complete bool `protobuf:"varint,1,opt,name=complete,proto3" json:"complete,omitempty"`
+	// The workers' data addresses by worker index, when complete.
+	DataAddresses []string `protobuf:"bytes,2,rep,name=data_addresses,json=dataAddresses,proto3" json:"data_addresses,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportWorkerResponse) Reset() {
+	*x = ReportWorkerResponse{}
+	mi := &file_cluster_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportWorkerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportWorkerResponse) ProtoMessage() {}
+
+func (x *ReportWorkerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportWorkerResponse.ProtoReflect.Descriptor instead.
+func (*ReportWorkerResponse) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ReportWorkerResponse) GetComplete() bool {
+	if x != nil {
+		return x.Complete
+	}
+	return false
+}
+
+func (x *ReportWorkerResponse) GetDataAddresses() []string {
+	if x != nil {
+		return x.DataAddresses
+	}
+	return nil
+}
+
 type CancelJobRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
@@ -844,7 +1021,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_cluster_proto_msgTypes[13]
+	mi := &file_cluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -856,7 +1033,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[13]
+	mi := &file_cluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -869,7 +1046,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{13}
+	return file_cluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CancelJobRequest) GetJobId() string {
@@ -894,7 +1071,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_cluster_proto_msgTypes[14]
+	mi := &file_cluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -906,7 +1083,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[14]
+	mi := &file_cluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -919,7 +1096,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{14}
+	return file_cluster_proto_rawDescGZIP(), []int{16}
 }
 
 type TriggerSavepointRequest struct {
@@ -935,7 +1112,7 @@ type TriggerSavepointRequest struct {
 
 func (x *TriggerSavepointRequest) Reset() {
 	*x = TriggerSavepointRequest{}
-	mi := &file_cluster_proto_msgTypes[15]
+	mi := &file_cluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -947,7 +1124,7 @@ func (x *TriggerSavepointRequest) String() string {
 func (*TriggerSavepointRequest) ProtoMessage() {}
 
 func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[15]
+	mi := &file_cluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -960,7 +1137,7 @@ func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerSavepointRequest.ProtoReflect.Descriptor instead.
 func (*TriggerSavepointRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{15}
+	return file_cluster_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TriggerSavepointRequest) GetJobId() string {
@@ -1007,7 +1184,7 @@ type TriggerSavepointResponse struct {
 
 func (x *TriggerSavepointResponse) Reset() {
 	*x = TriggerSavepointResponse{}
-	mi := &file_cluster_proto_msgTypes[16]
+	mi := &file_cluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1019,7 +1196,7 @@ func (x *TriggerSavepointResponse) String() string {
 func (*TriggerSavepointResponse) ProtoMessage() {}
 
 func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[16]
+	mi := &file_cluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1032,7 +1209,7 @@ func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerSavepointResponse.ProtoReflect.Descriptor instead.
 func (*TriggerSavepointResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{16}
+	return file_cluster_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TriggerSavepointResponse) GetPath() string {
@@ -1090,7 +1267,7 @@ const file_cluster_proto_rawDesc = "" +
 	"\x14FetchArtifactRequest\x12\x16\n" +
 	"\x06sha256\x18\x01 \x01(\tR\x06sha256\"#\n" +
 	"\rArtifactChunk\x12\x12\n" +
-	"\x04data\x18\x01 \x01(\fR\x04data\"\xe3\x02\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"\xdd\x03\n" +
 	"\x10SubmitJobRequest\x12'\n" +
 	"\x0fregistration_id\x18\x01 \x01(\tR\x0eregistrationId\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x18\n" +
@@ -1102,8 +1279,24 @@ const file_cluster_proto_rawDesc = "" +
 	"\frestore_path\x18\b \x01(\tR\vrestorePath\x127\n" +
 	"\x18allow_non_restored_state\x18\t \x01(\bR\x15allowNonRestoredState\x12 \n" +
 	"\vfingerprint\x18\n" +
-	" \x01(\tR\vfingerprint\"\x13\n" +
-	"\x11SubmitJobResponse\"C\n" +
+	" \x01(\tR\vfingerprint\x12!\n" +
+	"\fworker_index\x18\v \x01(\x05R\vworkerIndex\x12\x18\n" +
+	"\aworkers\x18\f \x01(\x05R\aworkers\x12\x1c\n" +
+	"\tplacement\x18\r \x03(\x05R\tplacement\x12\x1d\n" +
+	"\n" +
+	"data_token\x18\x0e \x01(\tR\tdataToken\"\x13\n" +
+	"\x11SubmitJobResponse\"\xd6\x01\n" +
+	"\x13ReportWorkerRequest\x12\x1f\n" +
+	"\vresource_id\x18\x01 \x01(\tR\n" +
+	"resourceId\x12'\n" +
+	"\x0fregistration_id\x18\x02 \x01(\tR\x0eregistrationId\x12\x15\n" +
+	"\x06job_id\x18\x03 \x01(\tR\x05jobId\x12\x18\n" +
+	"\aattempt\x18\x04 \x01(\x05R\aattempt\x12!\n" +
+	"\fworker_index\x18\x05 \x01(\x05R\vworkerIndex\x12!\n" +
+	"\fdata_address\x18\x06 \x01(\tR\vdataAddress\"Y\n" +
+	"\x14ReportWorkerResponse\x12\x1a\n" +
+	"\bcomplete\x18\x01 \x01(\bR\bcomplete\x12%\n" +
+	"\x0edata_addresses\x18\x02 \x03(\tR\rdataAddresses\"C\n" +
 	"\x10CancelJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\"\x13\n" +
@@ -1115,12 +1308,13 @@ const file_cluster_proto_rawDesc = "" +
 	"\x04stop\x18\x04 \x01(\bR\x04stop\x12\x14\n" +
 	"\x05drain\x18\x05 \x01(\bR\x05drain\".\n" +
 	"\x18TriggerSavepointResponse\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path2\xd0\x02\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path2\xad\x03\n" +
 	"\n" +
 	"JobManager\x12p\n" +
 	"\x13RegisterTaskManager\x12+.weir.cluster.v1.RegisterTaskManagerRequest\x1a,.weir.cluster.v1.RegisterTaskManagerResponse\x12v\n" +
 	"\x15UnregisterTaskManager\x12-.weir.cluster.v1.UnregisterTaskManagerRequest\x1a..weir.cluster.v1.UnregisterTaskManagerResponse\x12X\n" +
-	"\rFetchArtifact\x12%.weir.cluster.v1.FetchArtifactRequest\x1a\x1e.weir.cluster.v1.ArtifactChunk0\x012\xf2\x02\n" +
+	"\rFetchArtifact\x12%.weir.cluster.v1.FetchArtifactRequest\x1a\x1e.weir.cluster.v1.ArtifactChunk0\x01\x12[\n" +
+	"\fReportWorker\x12$.weir.cluster.v1.ReportWorkerRequest\x1a%.weir.cluster.v1.ReportWorkerResponse2\xf2\x02\n" +
 	"\vTaskManager\x12R\n" +
 	"\tHeartbeat\x12!.weir.cluster.v1.HeartbeatRequest\x1a\".weir.cluster.v1.HeartbeatResponse\x12R\n" +
 	"\tSubmitJob\x12!.weir.cluster.v1.SubmitJobRequest\x1a\".weir.cluster.v1.SubmitJobResponse\x12R\n" +
@@ -1139,7 +1333,7 @@ func file_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_proto_rawDescData
 }
 
-var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_cluster_proto_goTypes = []any{
 	(*Hardware)(nil),                      // 0: weir.cluster.v1.Hardware
 	(*RegisterTaskManagerRequest)(nil),    // 1: weir.cluster.v1.RegisterTaskManagerRequest
@@ -1154,10 +1348,12 @@ var file_cluster_proto_goTypes = []any{
 	(*ArtifactChunk)(nil),                 // 10: weir.cluster.v1.ArtifactChunk
 	(*SubmitJobRequest)(nil),              // 11: weir.cluster.v1.SubmitJobRequest
 	(*SubmitJobResponse)(nil),             // 12: weir.cluster.v1.SubmitJobResponse
-	(*CancelJobRequest)(nil),              // 13: weir.cluster.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),             // 14: weir.cluster.v1.CancelJobResponse
-	(*TriggerSavepointRequest)(nil),       // 15: weir.cluster.v1.TriggerSavepointRequest
-	(*TriggerSavepointResponse)(nil),      // 16: weir.cluster.v1.TriggerSavepointResponse
+	(*ReportWorkerRequest)(nil),           // 13: weir.cluster.v1.ReportWorkerRequest
+	(*ReportWorkerResponse)(nil),          // 14: weir.cluster.v1.ReportWorkerResponse
+	(*CancelJobRequest)(nil),              // 15: weir.cluster.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),             // 16: weir.cluster.v1.CancelJobResponse
+	(*TriggerSavepointRequest)(nil),       // 17: weir.cluster.v1.TriggerSavepointRequest
+	(*TriggerSavepointResponse)(nil),      // 18: weir.cluster.v1.TriggerSavepointResponse
 }
 var file_cluster_proto_depIdxs = []int32{
 	0,  // 0: weir.cluster.v1.RegisterTaskManagerRequest.hardware:type_name -> weir.cluster.v1.Hardware
@@ -1166,19 +1362,21 @@ var file_cluster_proto_depIdxs = []int32{
 	1,  // 3: weir.cluster.v1.JobManager.RegisterTaskManager:input_type -> weir.cluster.v1.RegisterTaskManagerRequest
 	3,  // 4: weir.cluster.v1.JobManager.UnregisterTaskManager:input_type -> weir.cluster.v1.UnregisterTaskManagerRequest
 	9,  // 5: weir.cluster.v1.JobManager.FetchArtifact:input_type -> weir.cluster.v1.FetchArtifactRequest
-	5,  // 6: weir.cluster.v1.TaskManager.Heartbeat:input_type -> weir.cluster.v1.HeartbeatRequest
-	11, // 7: weir.cluster.v1.TaskManager.SubmitJob:input_type -> weir.cluster.v1.SubmitJobRequest
-	13, // 8: weir.cluster.v1.TaskManager.CancelJob:input_type -> weir.cluster.v1.CancelJobRequest
-	15, // 9: weir.cluster.v1.TaskManager.TriggerSavepoint:input_type -> weir.cluster.v1.TriggerSavepointRequest
-	2,  // 10: weir.cluster.v1.JobManager.RegisterTaskManager:output_type -> weir.cluster.v1.RegisterTaskManagerResponse
-	4,  // 11: weir.cluster.v1.JobManager.UnregisterTaskManager:output_type -> weir.cluster.v1.UnregisterTaskManagerResponse
-	10, // 12: weir.cluster.v1.JobManager.FetchArtifact:output_type -> weir.cluster.v1.ArtifactChunk
-	6,  // 13: weir.cluster.v1.TaskManager.Heartbeat:output_type -> weir.cluster.v1.HeartbeatResponse
-	12, // 14: weir.cluster.v1.TaskManager.SubmitJob:output_type -> weir.cluster.v1.SubmitJobResponse
-	14, // 15: weir.cluster.v1.TaskManager.CancelJob:output_type -> weir.cluster.v1.CancelJobResponse
-	16, // 16: weir.cluster.v1.TaskManager.TriggerSavepoint:output_type -> weir.cluster.v1.TriggerSavepointResponse
-	10, // [10:17] is the sub-list for method output_type
-	3,  // [3:10] is the sub-list for method input_type
+	13, // 6: weir.cluster.v1.JobManager.ReportWorker:input_type -> weir.cluster.v1.ReportWorkerRequest
+	5,  // 7: weir.cluster.v1.TaskManager.Heartbeat:input_type -> weir.cluster.v1.HeartbeatRequest
+	11, // 8: weir.cluster.v1.TaskManager.SubmitJob:input_type -> weir.cluster.v1.SubmitJobRequest
+	15, // 9: weir.cluster.v1.TaskManager.CancelJob:input_type -> weir.cluster.v1.CancelJobRequest
+	17, // 10: weir.cluster.v1.TaskManager.TriggerSavepoint:input_type -> weir.cluster.v1.TriggerSavepointRequest
+	2,  // 11: weir.cluster.v1.JobManager.RegisterTaskManager:output_type -> weir.cluster.v1.RegisterTaskManagerResponse
+	4,  // 12: weir.cluster.v1.JobManager.UnregisterTaskManager:output_type -> weir.cluster.v1.UnregisterTaskManagerResponse
+	10, // 13: weir.cluster.v1.JobManager.FetchArtifact:output_type -> weir.cluster.v1.ArtifactChunk
+	14, // 14: weir.cluster.v1.JobManager.ReportWorker:output_type -> weir.cluster.v1.ReportWorkerResponse
+	6,  // 15: weir.cluster.v1.TaskManager.Heartbeat:output_type -> weir.cluster.v1.HeartbeatResponse
+	12, // 16: weir.cluster.v1.TaskManager.SubmitJob:output_type -> weir.cluster.v1.SubmitJobResponse
+	16, // 17: weir.cluster.v1.TaskManager.CancelJob:output_type -> weir.cluster.v1.CancelJobResponse
+	18, // 18: weir.cluster.v1.TaskManager.TriggerSavepoint:output_type -> weir.cluster.v1.TriggerSavepointResponse
+	11, // [11:19] is the sub-list for method output_type
+	3,  // [3:11] is the sub-list for method input_type
 	3,  // [3:3] is the sub-list for extension type_name
 	3,  // [3:3] is the sub-list for extension extendee
 	0,  // [0:3] is the sub-list for field type_name
@@ -1195,7 +1393,7 @@ func file_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_proto_rawDesc), len(file_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -29,6 +29,7 @@ const (
 	JobManager_RegisterTaskManager_FullMethodName   = "/weir.cluster.v1.JobManager/RegisterTaskManager"
 	JobManager_UnregisterTaskManager_FullMethodName = "/weir.cluster.v1.JobManager/UnregisterTaskManager"
 	JobManager_FetchArtifact_FullMethodName         = "/weir.cluster.v1.JobManager/FetchArtifact"
+	JobManager_ReportWorker_FullMethodName          = "/weir.cluster.v1.JobManager/ReportWorker"
 )
 
 // JobManagerClient is the client API for JobManager service.
@@ -50,6 +51,14 @@ type JobManagerClient interface {
 	// the JobManager's REST API, to a TaskManager that is to run the job.
 	// The TaskManager verifies the SHA-256 of what it received.
 	FetchArtifact(ctx context.Context, in *FetchArtifactRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ArtifactChunk], error)
+	// ReportWorker is the rendezvous of the workers of a job attempt that
+	// spans several TaskManagers: each TaskManager reports the data address
+	// its worker listens on, and calls again until every worker of the
+	// attempt has reported; the answer then carries all their addresses.
+	// An unknown job, an attempt that is not the current one, or a
+	// TaskManager that does not run the worker get FAILED_PRECONDITION or
+	// NOT_FOUND.
+	ReportWorker(ctx context.Context, in *ReportWorkerRequest, opts ...grpc.CallOption) (*ReportWorkerResponse, error)
 }
 
 type jobManagerClient struct {
@@ -99,6 +108,16 @@ func (c *jobManagerClient) FetchArtifact(ctx context.Context, in *FetchArtifactR
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type JobManager_FetchArtifactClient = grpc.ServerStreamingClient[ArtifactChunk]
 
+func (c *jobManagerClient) ReportWorker(ctx context.Context, in *ReportWorkerRequest, opts ...grpc.CallOption) (*ReportWorkerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReportWorkerResponse)
+	err := c.cc.Invoke(ctx, JobManager_ReportWorker_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JobManagerServer is the server API for JobManager service.
 // All implementations must embed UnimplementedJobManagerServer
 // for forward compatibility.
@@ -118,6 +137,14 @@ type JobManagerServer interface {
 	// the JobManager's REST API, to a TaskManager that is to run the job.
 	// The TaskManager verifies the SHA-256 of what it received.
 	FetchArtifact(*FetchArtifactRequest, grpc.ServerStreamingServer[ArtifactChunk]) error
+	// ReportWorker is the rendezvous of the workers of a job attempt that
+	// spans several TaskManagers: each TaskManager reports the data address
+	// its worker listens on, and calls again until every worker of the
+	// attempt has reported; the answer then carries all their addresses.
+	// An unknown job, an attempt that is not the current one, or a
+	// TaskManager that does not run the worker get FAILED_PRECONDITION or
+	// NOT_FOUND.
+	ReportWorker(context.Context, *ReportWorkerRequest) (*ReportWorkerResponse, error)
 	mustEmbedUnimplementedJobManagerServer()
 }
 
@@ -136,6 +163,9 @@ func (UnimplementedJobManagerServer) UnregisterTaskManager(context.Context, *Unr
 }
 func (UnimplementedJobManagerServer) FetchArtifact(*FetchArtifactRequest, grpc.ServerStreamingServer[ArtifactChunk]) error {
 	return status.Error(codes.Unimplemented, "method FetchArtifact not implemented")
+}
+func (UnimplementedJobManagerServer) ReportWorker(context.Context, *ReportWorkerRequest) (*ReportWorkerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportWorker not implemented")
 }
 func (UnimplementedJobManagerServer) mustEmbedUnimplementedJobManagerServer() {}
 func (UnimplementedJobManagerServer) testEmbeddedByValue()                    {}
@@ -205,6 +235,24 @@ func _JobManager_FetchArtifact_Handler(srv interface{}, stream grpc.ServerStream
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type JobManager_FetchArtifactServer = grpc.ServerStreamingServer[ArtifactChunk]
 
+func _JobManager_ReportWorker_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportWorkerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobManagerServer).ReportWorker(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobManager_ReportWorker_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobManagerServer).ReportWorker(ctx, req.(*ReportWorkerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // JobManager_ServiceDesc is the grpc.ServiceDesc for JobManager service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -219,6 +267,10 @@ var JobManager_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UnregisterTaskManager",
 			Handler:    _JobManager_UnregisterTaskManager_Handler,
+		},
+		{
+			MethodName: "ReportWorker",
+			Handler:    _JobManager_ReportWorker_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
