@@ -324,7 +324,7 @@ func (d *deployer) readWorker(ctx context.Context, a *attempt, l *controlLink) e
 		if errors.Is(err, io.EOF) {
 			for _, h := range a.handles {
 				if rh, ok := h.(*remoteHandle); ok && rh.link == l && !isClosed(rh.exited) {
-					return fmt.Errorf("runtime: worker %d closed its link before its subtasks ended", l.peer)
+					return fmt.Errorf("runtime: lost worker %d (%s): its link ended before its subtasks did", l.peer, l.addr)
 				}
 			}
 			return nil
@@ -422,7 +422,7 @@ func (d *deployer) followLeader(ctx context.Context, a *attempt, l *controlLink)
 		if errors.Is(err, io.EOF) {
 			for _, t := range a.tasks {
 				if !isDone(t) {
-					return errors.New("runtime: the leader worker closed its link before this worker's subtasks ended")
+					return fmt.Errorf("runtime: lost the leader worker (%s): its link ended before this worker's subtasks did", l.addr)
 				}
 			}
 			return nil
