@@ -123,4 +123,3 @@ func rssBytes(t *testing.T, pid int) int64 {
 	t.Fatalf("no VmRSS in /proc/%d/status", pid)
 	return 0
 }
-
