@@ -201,10 +201,23 @@ func (c funcCodec[T]) Decode(src []byte) (T, int, error) {
 // element encoded with c.
 func AppendSlice[T any](c Codec[T], dst []byte, vs []T) []byte {
 	dst = appendUvarint(dst, uint64(len(vs)))
+	if sc, ok := c.(sliceAppender[T]); ok {
+		return sc.appendSlice(dst, vs)
+	}
 	for i := range vs {
 		dst = c.Append(dst, vs[i])
 	}
 	return dst
+}
+
+// sliceAppender and inPlaceDecoder are implemented by codecs that encode a
+// batch faster than element by element.
+type sliceAppender[T any] interface {
+	appendSlice(dst []byte, vs []T) []byte
+}
+
+type inPlaceDecoder[T any] interface {
+	decodeInto(src []byte, p *T) (int, error)
 }
 
 // DecodeSlice decodes a batch written by [AppendSlice] from the front of src,
@@ -241,6 +254,22 @@ func DecodeSlice[T any](c Codec[T], dst []T, src []byte) ([]T, int, error) {
 	}
 	orig := len(dst)
 	dst = slices.Grow(dst, int(cnt))
+	if di, ok := c.(inPlaceDecoder[T]); ok {
+		for range cnt {
+			var zero T
+			dst = append(dst, zero)
+			m, err := di.decodeInto(src[n:], &dst[len(dst)-1])
+			if err == nil && (m < 0 || m > len(src)-n) {
+				err = errConsumed
+			}
+			if err != nil {
+				clear(dst[orig:])
+				return dst[:orig], 0, err
+			}
+			n += m
+		}
+		return dst, n, nil
+	}
 	for range cnt {
 		v, m, err := c.Decode(src[n:])
 		if err == nil && (m < 0 || m > len(src)-n) {

@@ -600,4 +600,19 @@ func (c reflectCodec[T]) Decode(src []byte) (v T, n int, err error) {
 	return v, n, nil
 }
 
+// appendSlice and decodeInto work on a slice's elements in place, which
+// are on the heap: the slice reaches the compiled functions through an
+// interface call, so escape analysis moves any backing array there. No
+// scratch value, and no pool, per record.
+func (c reflectCodec[T]) appendSlice(dst []byte, vs []T) []byte {
+	for i := range vs {
+		dst = c.n.append(dst, unsafe.Pointer(&vs[i]))
+	}
+	return dst
+}
+
+func (c reflectCodec[T]) decodeInto(src []byte, p *T) (int, error) {
+	return c.n.decode(src, unsafe.Pointer(p), 0)
+}
+
 func (c reflectCodec[T]) sizeInfo() (int, bool) { return c.n.min, c.n.empty }
