@@ -172,7 +172,7 @@ var jmAddrs = regexp.MustCompile(`jobmanager rpc=(\S+) rest=(\S+)`)
 
 func startCluster(weir, dir string, tms, slots int) (*standalone, error) {
 	c := &standalone{}
-	jm := exec.Command(weir, "jobmanager", "--rpc-port", "0", "--rest-port", "0", "-D", "heartbeat.interval=100ms")
+	jm := exec.Command(weir, "jobmanager", "--rpc-port", "0", "--rest-port", "0")
 	out, err := jm.StdoutPipe()
 	if err != nil {
 		return nil, err

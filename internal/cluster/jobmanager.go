@@ -99,6 +99,8 @@ type monitor struct {
 	regID  string
 	cancel context.CancelFunc
 	client rpcpb.TaskManagerClient
+	// poke makes the heartbeat loop heartbeat at once.
+	poke chan struct{}
 }
 
 // StartJobManager listens on the RPC and REST ports and serves them until
@@ -310,9 +312,10 @@ func (jm *JobManager) register(reg Registration, conn *grpc.ClientConn) error {
 		jm.dispatcher.taskManagerLost(reg.ResourceID, "it registered again")
 	}
 	ctx, cancel := context.WithCancel(jm.ctx)
-	jm.monitors[reg.ResourceID] = &monitor{regID: reg.RegistrationID, cancel: cancel, client: rpcpb.NewTaskManagerClient(conn)}
+	m := &monitor{regID: reg.RegistrationID, cancel: cancel, client: rpcpb.NewTaskManagerClient(conn), poke: make(chan struct{}, 1)}
+	jm.monitors[reg.ResourceID] = m
 	jm.wg.Add(1)
-	go jm.heartbeatLoop(ctx, reg, conn)
+	go jm.heartbeatLoop(ctx, reg, conn, m.poke)
 	jm.log.Info("taskmanager registered", "taskmanager", reg.ResourceID, "address", reg.Address,
 		"slots", reg.Slots, "cpu_cores", reg.Hardware.CPUCores, "memory", reg.Hardware.PhysicalMemory)
 	return nil
@@ -320,7 +323,7 @@ func (jm *JobManager) register(reg Registration, conn *grpc.ClientConn) error {
 
 // heartbeatLoop heartbeats one registration until it ends (the context is
 // cancelled) or the TaskManager answers none for the heartbeat timeout.
-func (jm *JobManager) heartbeatLoop(ctx context.Context, reg Registration, conn *grpc.ClientConn) {
+func (jm *JobManager) heartbeatLoop(ctx context.Context, reg Registration, conn *grpc.ClientConn, poke <-chan struct{}) {
 	defer jm.wg.Done()
 	defer conn.Close()
 	client := rpcpb.NewTaskManagerClient(conn)
@@ -333,6 +336,7 @@ func (jm *JobManager) heartbeatLoop(ctx context.Context, reg Registration, conn 
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
+		case <-poke:
 		}
 		hctx, cancel := context.WithTimeout(ctx, jm.heartbeatDeadline())
 		resp, err := client.Heartbeat(hctx, req)
@@ -464,6 +468,21 @@ func (s *jmService) ReportWorker(ctx context.Context, req *rpcpb.ReportWorkerReq
 		return nil, err
 	}
 	return &rpcpb.ReportWorkerResponse{Complete: complete, DataAddresses: addrs}, nil
+}
+
+func (s *jmService) RequestHeartbeat(ctx context.Context, req *rpcpb.RequestHeartbeatRequest) (*rpcpb.RequestHeartbeatResponse, error) {
+	s.jm.mu.Lock()
+	m, ok := s.jm.monitors[req.GetResourceId()]
+	s.jm.mu.Unlock()
+	if !ok || m.regID != req.GetRegistrationId() {
+		return nil, status.Errorf(codes.FailedPrecondition, "taskmanager %s has no registration %s with this jobmanager",
+			req.GetResourceId(), req.GetRegistrationId())
+	}
+	select {
+	case m.poke <- struct{}{}:
+	default: // one is pending already
+	}
+	return &rpcpb.RequestHeartbeatResponse{}, nil
 }
 
 func (s *jmService) UnregisterTaskManager(ctx context.Context, req *rpcpb.UnregisterTaskManagerRequest) (*rpcpb.UnregisterTaskManagerResponse, error) {

@@ -506,3 +506,30 @@ exit 4
 		t.Errorf("error %q does not name worker 1", d.Error)
 	}
 }
+
+// TestWorkerEndReportedAtOnce: with heartbeats every 10 s, a job whose
+// worker finishes is FINISHED within a second, because the TaskManager
+// asks for a heartbeat as soon as its worker ended.
+func TestWorkerEndReportedAtOnce(t *testing.T) {
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh")
+	}
+	jm := startJM(t, func(o *JobManagerOptions) { o.HeartbeatInterval = 10 * time.Second; o.HeartbeatTimeout = 30 * time.Second })
+	runTM(t, jm.RPCAddr(), 4, nil)
+	waitTotals(t, jm, [3]int{1, 4, 4})
+	script := "#!/bin/sh\nprintf '{\"state\":\"FINISHED\"}' > \"$WEIR_WORKER_STATUS\"\n"
+	sum, err := jm.artifacts.put(strings.NewReader(script), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := jm.dispatcher.submit(JobSubmission{Artifact: sum, Plan: json.RawMessage(fourSlotPlan), Options: []string{"restart-strategy.type=none"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	waitFor(t, 5*time.Second, "job ended", func() bool { return IsTerminalJobState(jobDetails(t, jm, id).State) })
+	if d := jobDetails(t, jm, id); d.State != JobFinished {
+		t.Fatalf("job %s: %s", d.State, d.Error)
+	}
+	t.Logf("FINISHED %v after the submission", time.Since(start).Round(time.Millisecond))
+}

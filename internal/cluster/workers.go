@@ -330,6 +330,24 @@ func (w *workers) deploy(a *workerAttempt, req *rpcpb.SubmitJobRequest) {
 	a.ended = time.Now()
 	close(a.done)
 	tm.log.Info("job worker ended", "job", a.jobID, "attempt", a.attempt, "state", a.state, "error", a.err)
+	tm.requestHeartbeat()
+}
+
+// requestHeartbeat asks the JobManager for a heartbeat now, so that it
+// learns of an ended worker at once; the next regular heartbeat carries
+// the news if this fails.
+func (tm *TaskManager) requestHeartbeat() {
+	tm.mu.Lock()
+	regID := tm.regID
+	tm.mu.Unlock()
+	if regID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), tm.opts.RPCTimeout)
+	defer cancel()
+	if _, err := tm.jm.RequestHeartbeat(ctx, &rpcpb.RequestHeartbeatRequest{ResourceId: tm.opts.ResourceID, RegistrationId: regID}); err != nil {
+		tm.log.Debug("requesting a heartbeat failed", "error", err)
+	}
 }
 
 // rendezvous lets the worker of an attempt with several workers meet the

@@ -30,6 +30,7 @@ const (
 	JobManager_UnregisterTaskManager_FullMethodName = "/weir.cluster.v1.JobManager/UnregisterTaskManager"
 	JobManager_FetchArtifact_FullMethodName         = "/weir.cluster.v1.JobManager/FetchArtifact"
 	JobManager_ReportWorker_FullMethodName          = "/weir.cluster.v1.JobManager/ReportWorker"
+	JobManager_RequestHeartbeat_FullMethodName      = "/weir.cluster.v1.JobManager/RequestHeartbeat"
 )
 
 // JobManagerClient is the client API for JobManager service.
@@ -59,6 +60,11 @@ type JobManagerClient interface {
 	// TaskManager that does not run the worker get FAILED_PRECONDITION or
 	// NOT_FOUND.
 	ReportWorker(ctx context.Context, in *ReportWorkerRequest, opts ...grpc.CallOption) (*ReportWorkerResponse, error)
+	// RequestHeartbeat asks the JobManager to heartbeat the TaskManager now
+	// rather than at the next interval: a TaskManager whose worker ended
+	// calls it, so that the JobManager learns of the end (the job finished,
+	// or an attempt must restart) without waiting up to heartbeat.interval.
+	RequestHeartbeat(ctx context.Context, in *RequestHeartbeatRequest, opts ...grpc.CallOption) (*RequestHeartbeatResponse, error)
 }
 
 type jobManagerClient struct {
@@ -118,6 +124,16 @@ func (c *jobManagerClient) ReportWorker(ctx context.Context, in *ReportWorkerReq
 	return out, nil
 }
 
+func (c *jobManagerClient) RequestHeartbeat(ctx context.Context, in *RequestHeartbeatRequest, opts ...grpc.CallOption) (*RequestHeartbeatResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RequestHeartbeatResponse)
+	err := c.cc.Invoke(ctx, JobManager_RequestHeartbeat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JobManagerServer is the server API for JobManager service.
 // All implementations must embed UnimplementedJobManagerServer
 // for forward compatibility.
@@ -145,6 +161,11 @@ type JobManagerServer interface {
 	// TaskManager that does not run the worker get FAILED_PRECONDITION or
 	// NOT_FOUND.
 	ReportWorker(context.Context, *ReportWorkerRequest) (*ReportWorkerResponse, error)
+	// RequestHeartbeat asks the JobManager to heartbeat the TaskManager now
+	// rather than at the next interval: a TaskManager whose worker ended
+	// calls it, so that the JobManager learns of the end (the job finished,
+	// or an attempt must restart) without waiting up to heartbeat.interval.
+	RequestHeartbeat(context.Context, *RequestHeartbeatRequest) (*RequestHeartbeatResponse, error)
 	mustEmbedUnimplementedJobManagerServer()
 }
 
@@ -166,6 +187,9 @@ func (UnimplementedJobManagerServer) FetchArtifact(*FetchArtifactRequest, grpc.S
 }
 func (UnimplementedJobManagerServer) ReportWorker(context.Context, *ReportWorkerRequest) (*ReportWorkerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReportWorker not implemented")
+}
+func (UnimplementedJobManagerServer) RequestHeartbeat(context.Context, *RequestHeartbeatRequest) (*RequestHeartbeatResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RequestHeartbeat not implemented")
 }
 func (UnimplementedJobManagerServer) mustEmbedUnimplementedJobManagerServer() {}
 func (UnimplementedJobManagerServer) testEmbeddedByValue()                    {}
@@ -253,6 +277,24 @@ func _JobManager_ReportWorker_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobManager_RequestHeartbeat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RequestHeartbeatRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobManagerServer).RequestHeartbeat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobManager_RequestHeartbeat_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobManagerServer).RequestHeartbeat(ctx, req.(*RequestHeartbeatRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // JobManager_ServiceDesc is the grpc.ServiceDesc for JobManager service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -271,6 +313,10 @@ var JobManager_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReportWorker",
 			Handler:    _JobManager_ReportWorker_Handler,
+		},
+		{
+			MethodName: "RequestHeartbeat",
+			Handler:    _JobManager_RequestHeartbeat_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
