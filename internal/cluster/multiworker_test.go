@@ -514,7 +514,10 @@ func TestWorkerEndReportedAtOnce(t *testing.T) {
 	if _, err := os.Stat("/bin/sh"); err != nil {
 		t.Skip("no /bin/sh")
 	}
-	jm := startJM(t, func(o *JobManagerOptions) { o.HeartbeatInterval = 10 * time.Second; o.HeartbeatTimeout = 30 * time.Second })
+	jm := startJM(t, func(o *JobManagerOptions) {
+		o.HeartbeatInterval = 10 * time.Second
+		o.HeartbeatTimeout = 30 * time.Second
+	})
 	runTM(t, jm.RPCAddr(), 4, nil)
 	waitTotals(t, jm, [3]int{1, 4, 4})
 	script := "#!/bin/sh\nprintf '{\"state\":\"FINISHED\"}' > \"$WEIR_WORKER_STATUS\"\n"
