@@ -220,7 +220,9 @@ func progressLine(d cluster.JobDetails) string {
 	if d.Attempt > 0 {
 		fmt.Fprintf(&b, " attempt %d", d.Attempt)
 	}
-	if d.TaskManager != "" {
+	if len(d.Workers) > 1 {
+		fmt.Fprintf(&b, " on %d TaskManagers (leader %s)", len(d.Workers), d.TaskManager)
+	} else if d.TaskManager != "" {
 		fmt.Fprintf(&b, " on %s", d.TaskManager)
 	}
 	if d.Waiting != "" {
