@@ -75,7 +75,7 @@ func run(words int64, p, tms, runs int) error {
 	}
 	defer c.stop()
 
-	var local, remote []time.Duration
+	var local, serialized, remote []time.Duration
 	for r := range runs {
 		localOut, clusterOut := filepath.Join(dir, fmt.Sprintf("local-%d", r)), filepath.Join(dir, fmt.Sprintf("cluster-%d", r))
 		start := time.Now()
@@ -83,6 +83,16 @@ func run(words int64, p, tms, runs int) error {
 			return fmt.Errorf("local run: %v\n%s", err, b)
 		}
 		local = append(local, time.Since(start))
+		// The same, encoding and decoding every record between tasks as
+		// the network does: the cost of serialization alone.
+		serializedOut := filepath.Join(dir, fmt.Sprintf("serialized-%d", r))
+		start = time.Now()
+		if b, err := exec.Command(program, "-p", strconv.Itoa(p), "--input", input, "--output", serializedOut,
+			"-D", "pipeline.force-serialization=true").CombinedOutput(); err != nil {
+			return fmt.Errorf("local run: %v\n%s", err, b)
+		}
+		serialized = append(serialized, time.Since(start))
+		os.RemoveAll(serializedOut)
 		d, err := c.runJob(weir, program, p, input, clusterOut)
 		if err != nil {
 			return err
@@ -95,13 +105,15 @@ func run(words int64, p, tms, runs int) error {
 		os.RemoveAll(clusterOut)
 	}
 	slices.Sort(local)
+	slices.Sort(serialized)
 	slices.Sort(remote)
-	lm, rm := local[len(local)/2], remote[len(remote)/2]
+	lm, sm, rm := local[len(local)/2], serialized[len(serialized)/2], remote[len(remote)/2]
 	rate := func(d time.Duration) float64 { return float64(words) / d.Seconds() / 1e6 }
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "run\tseconds\tM words/s\tratio to loop\tratio to local\t")
 	fmt.Fprintf(tw, "loop (1 goroutine)\t%.2f\t%.2f\t1.00\t\t\n", loop.Seconds(), rate(loop))
 	fmt.Fprintf(tw, "local mini cluster p=%d\t%.2f\t%.2f\t%.2f\t1.00\t\n", p, lm.Seconds(), rate(lm), loop.Seconds()/lm.Seconds())
+	fmt.Fprintf(tw, "local, every record serialized\t%.2f\t%.2f\t%.2f\t%.2f\t\n", sm.Seconds(), rate(sm), loop.Seconds()/sm.Seconds(), lm.Seconds()/sm.Seconds())
 	fmt.Fprintf(tw, "%d TaskManagers p=%d\t%.2f\t%.2f\t%.2f\t%.2f\t\n", tms, p, rm.Seconds(), rate(rm), loop.Seconds()/rm.Seconds(), lm.Seconds()/rm.Seconds())
 	return tw.Flush()
 }

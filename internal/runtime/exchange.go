@@ -2,7 +2,9 @@ package runtime
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -217,7 +219,7 @@ func encodeBuffer[T any](c codec.Codec[T], dst []byte, b *Buffer[T]) ([]byte, er
 	switch b.Event.Kind {
 	case eventNone:
 		dst = codec.AppendSlice(c, dst, b.Records)
-		dst = codec.AppendSlice(codec.Int64, dst, b.Timestamps)
+		dst = appendTimestamps(dst, b.Timestamps)
 	case EventWatermark:
 		dst = codec.Int64.Append(dst, b.Event.Watermark)
 	case EventBarrier:
@@ -242,11 +244,8 @@ func decodeBuffer[T any](c codec.Codec[T], src []byte, b *Buffer[T]) error {
 		if b.Records, n, err = codec.DecodeSlice(c, b.Records[:0], src); err != nil {
 			return fmt.Errorf("runtime: decode records: %w", err)
 		}
-		if b.Timestamps, _, err = codec.DecodeSlice(codec.Int64, b.Timestamps[:0], src[n:]); err != nil {
+		if b.Timestamps, err = decodeTimestamps(b.Timestamps[:0], len(b.Records), src[n:]); err != nil {
 			return fmt.Errorf("runtime: decode timestamps: %w", err)
-		}
-		if len(b.Timestamps) != len(b.Records) {
-			return fmt.Errorf("runtime: buffer has %d records but %d timestamps: %w", len(b.Records), len(b.Timestamps), codec.ErrCorrupt)
 		}
 	case EventWatermark:
 		if b.Event.Watermark, _, err = codec.Int64.Decode(src); err != nil {
@@ -261,4 +260,61 @@ func decodeBuffer[T any](c codec.Codec[T], src []byte, b *Buffer[T]) error {
 		return fmt.Errorf("runtime: unknown event kind %d: %w", b.Event.Kind, codec.ErrCorrupt)
 	}
 	return nil
+}
+
+// The timestamps of a buffer's records follow them as a mode byte and,
+// unless none of the records has one, the differences between
+// consecutive timestamps (the first from 0) as zigzag varints: records
+// without timestamps cost one byte per buffer, and event times that
+// advance slowly a byte or two per record instead of ten.
+const (
+	timestampsNone   = 0
+	timestampsDeltas = 1
+)
+
+func appendTimestamps(dst []byte, ts []int64) []byte {
+	none := true
+	for _, t := range ts {
+		if t != math.MinInt64 {
+			none = false
+			break
+		}
+	}
+	if none {
+		return append(dst, timestampsNone)
+	}
+	dst = append(dst, timestampsDeltas)
+	prev := int64(0)
+	for _, t := range ts {
+		dst = binary.AppendVarint(dst, t-prev) // wraps, and wraps back
+		prev = t
+	}
+	return dst
+}
+
+func decodeTimestamps(dst []int64, n int, src []byte) ([]int64, error) {
+	if len(src) == 0 {
+		return dst, fmt.Errorf("no timestamps: %w", codec.ErrCorrupt)
+	}
+	switch src[0] {
+	case timestampsNone:
+		for range n {
+			dst = append(dst, math.MinInt64)
+		}
+	case timestampsDeltas:
+		src = src[1:]
+		prev := int64(0)
+		for range n {
+			d, m := binary.Varint(src)
+			if m <= 0 {
+				return dst, fmt.Errorf("%d timestamps for %d records: %w", len(dst), n, codec.ErrCorrupt)
+			}
+			prev += d
+			dst = append(dst, prev)
+			src = src[m:]
+		}
+	default:
+		return dst, fmt.Errorf("unknown timestamp encoding %d: %w", src[0], codec.ErrCorrupt)
+	}
+	return dst, nil
 }

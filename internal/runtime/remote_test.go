@@ -2,7 +2,10 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -138,5 +141,42 @@ func TestRemoteChannels(t *testing.T) {
 	}
 	if next[0] != want || next[1] != want {
 		t.Fatalf("received %v records, want %d from each producer", next, want)
+	}
+}
+
+// TestBufferTimestampsRoundTrip: the delta encoding of timestamps gives
+// back every timestamp, including none (math.MinInt64) next to real ones
+// and jumps that overflow a difference, and rejects truncated input.
+func TestBufferTimestampsRoundTrip(t *testing.T) {
+	for _, ts := range [][]int64{
+		{},
+		{math.MinInt64, math.MinInt64},
+		{1000, 1001, 999, 5000},
+		{math.MinInt64, math.MaxInt64, 0, -7, math.MinInt64},
+	} {
+		b := &Buffer[string]{Timestamps: ts}
+		for range ts {
+			b.Records = append(b.Records, "x")
+		}
+		frame, err := encodeBuffer(codec.String, nil, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out Buffer[string]
+		if err := decodeBuffer(codec.String, frame, &out); err != nil {
+			t.Fatalf("%v: %v", ts, err)
+		}
+		if !slices.Equal(out.Timestamps, ts) || len(out.Records) != len(ts) {
+			t.Fatalf("timestamps %v came back as %v", ts, out.Timestamps)
+		}
+		if want := 1 + len(codec.AppendSlice(codec.String, nil, b.Records)) + 1; slices.Equal(ts, []int64{math.MinInt64, math.MinInt64}) && len(frame) != want {
+			t.Errorf("a buffer without timestamps took %d bytes, want %d", len(frame), want)
+		}
+		if len(ts) > 2 {
+			var bad Buffer[string]
+			if err := decodeBuffer(codec.String, frame[:len(frame)-1], &bad); !errors.Is(err, codec.ErrCorrupt) {
+				t.Errorf("truncated frame of %v: %v", ts, err)
+			}
+		}
 	}
 }
