@@ -251,6 +251,23 @@ func TestClusterRunJobs(t *testing.T) {
 	// parallelism 4 and whose keyed count has 3 needs 4 slots, more than
 	// one TaskManager has, so it spreads over both; its subtasks exchange
 	// records over TCP, and it commits what the local run commits.
+	// Plain -p 4 first: every vertex at 4.
+	localAll4 := filepath.Join(dir, "local-all-4")
+	if out, err := exec.Command(wc, "-p", "4", "--input", input, "--output", localAll4).CombinedOutput(); err != nil {
+		t.Fatalf("local run: %v\n%s", err, out)
+	}
+	stdout, stderr, code = cli("run", "-p", "4", wc, "--input", input, "--output", filepath.Join(dir, "all-4"))
+	if code != exitOK {
+		t.Fatalf("weir run -p 4: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if d := diffLines(committedLines(t, filepath.Join(dir, "all-4")), committedLines(t, localAll4)); d != "" {
+		t.Errorf("the run across TaskManagers differs from the local run: %s", d)
+	}
+	d, err = client.Job(context.Background(), jobID(t, stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSpread(t, d, tmIDs, []int{4, 4})
 	localP4 := filepath.Join(dir, "local-p4")
 	if out, err := exec.Command(wc, "-p", "4", "--count-parallelism", "3", "--input", input, "--output", localP4).CombinedOutput(); err != nil {
 		t.Fatalf("local run: %v\n%s", err, out)
@@ -353,7 +370,7 @@ func TestClusterRunJobs(t *testing.T) {
 		t.Errorf("weir run with a wrong token: exit %d\n%s", code, stderr)
 	}
 	waitOverview(t, client, 10*time.Second, "job counts", func(o cluster.Overview) bool {
-		return o.JobsFinished == 3 && o.JobsFailed == 2 && o.JobsCancelled == 1 && o.JobsRunning == 0
+		return o.JobsFinished == 4 && o.JobsFailed == 2 && o.JobsCancelled == 1 && o.JobsRunning == 0
 	})
 	ov, err := client.Overview(context.Background())
 	if err != nil || ov.TaskManagers != 2 || ov.SlotsAvailable != 6 {
@@ -435,12 +452,13 @@ func TestClusterFailover(t *testing.T) {
 	clusterFailover(t, 3, 2)
 }
 
-// TestClusterFailoverAcrossTaskManagers spreads the job over two
-// TaskManagers with 2 slots each and kills the leader's.
+// TestClusterFailoverAcrossTaskManagers spreads the job (p=4) over two
+// TaskManagers with 3 slots each and kills the leader's: the survivor
+// alone cannot hold the job, which waits for the replacement.
 func TestClusterFailoverAcrossTaskManagers(t *testing.T) {
 	needGo(t)
 	t.Parallel()
-	clusterFailover(t, 2, 4)
+	clusterFailover(t, 3, 4)
 }
 
 // clusterFailover runs the streaming exactly-once WordCount at
