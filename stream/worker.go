@@ -3,6 +3,8 @@ package stream
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,6 +56,12 @@ const (
 	WorkerPeersEnv     = "WEIR_WORKER_PEERS"
 	WorkerDataTokenEnv = "WEIR_DATA_TOKEN"
 	WorkerDataHostEnv  = "WEIR_DATA_HOST"
+	// With TLS on in the cluster, the data connections use TLS with the
+	// PEM files these name: certificate and key (presented as server and
+	// as client) and the CA to trust (the system's roots when unset).
+	WorkerDataTLSCertEnv = "WEIR_DATA_TLS_CERT"
+	WorkerDataTLSKeyEnv  = "WEIR_DATA_TLS_KEY"
+	WorkerDataTLSCAEnv   = "WEIR_DATA_TLS_CA"
 )
 
 // workerPeersTimeout bounds the wait for the other workers' addresses.
@@ -167,7 +175,11 @@ func (w *worker) distribute(ctx context.Context, env *Environment) error {
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	nm, err := network.Listen(network.Config{ListenAddr: net.JoinHostPort(host, "0"), Token: os.Getenv(WorkerDataTokenEnv), Logger: env.logger})
+	tlsCfg, err := workerDataTLS()
+	if err != nil {
+		return err
+	}
+	nm, err := network.Listen(network.Config{ListenAddr: net.JoinHostPort(host, "0"), Token: os.Getenv(WorkerDataTokenEnv), TLS: tlsCfg, Logger: env.logger})
 	if err != nil {
 		return fmt.Errorf("stream: worker mode: data plane: %w", err)
 	}
@@ -180,6 +192,31 @@ func (w *worker) distribute(ctx context.Context, env *Environment) error {
 	env.distribution = &runtime.Distribution{Self: self, Placement: placement, Net: nm, Peers: peers,
 		Key: w.jobID + "-" + os.Getenv(WorkerAttemptEnv)}
 	return nil
+}
+
+// workerDataTLS returns the TLS configuration of the data plane, or nil
+// when the cluster runs without TLS.
+func workerDataTLS() (*tls.Config, error) {
+	certFile, keyFile, caFile := os.Getenv(WorkerDataTLSCertEnv), os.Getenv(WorkerDataTLSKeyEnv), os.Getenv(WorkerDataTLSCAEnv)
+	if certFile == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("stream: worker mode: data plane TLS: %w", err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("stream: worker mode: data plane TLS: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("stream: worker mode: data plane TLS: no certificate in %s", caFile)
+		}
+	}
+	return cfg, nil
 }
 
 // waitPeers polls the peers file until the TaskManager wrote it.

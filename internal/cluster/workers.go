@@ -64,6 +64,12 @@ const (
 	envWorkerPeers     = "WEIR_WORKER_PEERS"     // the peers file, written once all workers reported
 	envDataToken       = "WEIR_DATA_TOKEN"       // secret of the attempt's data connections
 	envDataHost        = "WEIR_DATA_HOST"        // host to listen on and advertise for data connections
+	// With security.ssl.enabled, the data connections use TLS with these
+	// PEM files: certificate, key, and the CA to trust (system roots when
+	// unset).
+	envDataTLSCert = "WEIR_DATA_TLS_CERT"
+	envDataTLSKey  = "WEIR_DATA_TLS_KEY"
+	envDataTLSCA   = "WEIR_DATA_TLS_CA"
 )
 
 // peersFile is the file WEIR_WORKER_PEERS names, which the TaskManager
@@ -267,6 +273,18 @@ func (w *workers) deploy(a *workerAttempt, req *rpcpb.SubmitJobRequest) {
 			envDataToken+"="+a.dataToken,
 			envDataHost+"="+host,
 		)
+		if f := tm.opts.Security.TLS; f.Enabled && f.Cert != "" {
+			// The workers' data connections use the TaskManager's
+			// certificate, and trust what its RPC client trusts.
+			for env, file := range map[string]string{envDataTLSCert: f.Cert, envDataTLSKey: f.Key, envDataTLSCA: f.CA} {
+				if file != "" {
+					if abs, err := filepath.Abs(file); err == nil {
+						file = abs
+					}
+					cmd.Env = append(cmd.Env, env+"="+file)
+				}
+			}
+		}
 	}
 	bindToParent(cmd)
 
