@@ -100,7 +100,18 @@ func TestDistributedJob(t *testing.T) {
 				return distributedJob(t, n, tc.kvs...)
 			})
 			if !slices.Equal(got, want) {
-				t.Fatalf("committed %d records, want %d", len(got), len(want))
+				var missing []string
+				for _, w := range want {
+					if _, ok := slices.BinarySearch(got, w); !ok {
+						missing = append(missing, w)
+					}
+				}
+				for w, j := range jobs {
+					for _, m := range j.Metrics() {
+						t.Logf("worker %d: %s in %d out %d", w, m.Task, m.RecordsIn, m.RecordsOut)
+					}
+				}
+				t.Fatalf("committed %d records, want %d; %d missing, e.g. %v; checkpoints %d", len(got), len(want), len(missing), missing[:min(len(missing), 10)], jobs[0].CompletedCheckpoints())
 			}
 			if tc.kvs != nil && jobs[0].CompletedCheckpoints() == 0 {
 				t.Fatal("no checkpoint completed")

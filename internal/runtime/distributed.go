@@ -311,10 +311,10 @@ type taskExit struct {
 	err   error
 }
 
-// readWorker is the leader's end of the link to one worker: it passes the
-// worker's acknowledgements and task ends to the coordinator, until the
-// worker closes the link after its last task ended.
-func (d *deployer) readWorker(ctx context.Context, a *attempt, l *controlLink) error {
+// serve connects the link and hands every message to handle until the
+// peer closes the link (nil when ended() then holds, an error naming peer
+// otherwise), ctx ends, the link breaks or handle fails.
+func (l *controlLink) serve(ctx context.Context, peer string, ended func() bool, handle func(controlMsg) error) error {
 	defer l.gate.Close()
 	if err := l.connect(ctx); err != nil {
 		return err
@@ -322,10 +322,8 @@ func (d *deployer) readWorker(ctx context.Context, a *attempt, l *controlLink) e
 	for {
 		m, err := l.recv()
 		if errors.Is(err, io.EOF) {
-			for _, h := range a.handles {
-				if rh, ok := h.(*remoteHandle); ok && rh.link == l && !isClosed(rh.exited) {
-					return fmt.Errorf("runtime: lost worker %d (%s): its link ended before its subtasks did", l.peer, l.addr)
-				}
+			if !ended() {
+				return fmt.Errorf("runtime: lost %s (%s): its link ended before the subtasks did", peer, l.addr)
 			}
 			return nil
 		}
@@ -333,8 +331,27 @@ func (d *deployer) readWorker(ctx context.Context, a *attempt, l *controlLink) e
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("runtime: lost worker %d (%s): %w", l.peer, l.addr, err)
+			return fmt.Errorf("runtime: lost %s (%s): %w", peer, l.addr, err)
 		}
+		if err := handle(m); err != nil {
+			return err
+		}
+	}
+}
+
+// readWorker is the leader's end of the link to one worker: it passes the
+// worker's acknowledgements and task ends to the coordinator, until the
+// worker closes the link after its last task ended.
+func (d *deployer) readWorker(ctx context.Context, a *attempt, l *controlLink) error {
+	ended := func() bool {
+		for _, h := range a.handles {
+			if rh, ok := h.(*remoteHandle); ok && rh.link == l && !isClosed(rh.exited) {
+				return false
+			}
+		}
+		return true
+	}
+	return l.serve(ctx, fmt.Sprintf("worker %d", l.peer), ended, func(m controlMsg) error {
 		if m.Task < 0 || m.Task >= len(a.handles) {
 			return fmt.Errorf("runtime: worker %d sent %q for subtask %d, which does not exist", l.peer, m.Kind, m.Task)
 		}
@@ -371,7 +388,8 @@ func (d *deployer) readWorker(ctx context.Context, a *attempt, l *controlLink) e
 		default:
 			return fmt.Errorf("runtime: worker %d sent an unknown control message %q", l.peer, m.Kind)
 		}
-	}
+		return nil
+	})
 }
 
 func isClosed(ch <-chan struct{}) bool {
@@ -413,32 +431,18 @@ func (a *attempt) prepareSavepoint(ctx context.Context, id int64, timeout time.D
 // followLeader is a worker's end of the link to the leader: it applies
 // the coordinator's messages to this worker's subtasks.
 func (d *deployer) followLeader(ctx context.Context, a *attempt, l *controlLink) error {
-	defer l.gate.Close()
-	if err := l.connect(ctx); err != nil {
-		return err
+	ended := func() bool {
+		for _, t := range a.tasks {
+			if !isDone(t) {
+				return false
+			}
+		}
+		return true
 	}
-	for {
-		m, err := l.recv()
-		if errors.Is(err, io.EOF) {
-			for _, t := range a.tasks {
-				if !isDone(t) {
-					return fmt.Errorf("runtime: lost the leader worker (%s): its link ended before this worker's subtasks did", l.addr)
-				}
-			}
-			return nil
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("runtime: lost the leader worker (%s): %w", l.addr, err)
-		}
+	return l.serve(ctx, "the leader worker", ended, func(m controlMsg) error {
 		if m.Kind == "prepare" {
 			d.storage.markSavepoint(m.ID)
-			if err := l.send(controlMsg{Kind: "prepared", ID: m.ID}); err != nil {
-				return err
-			}
-			continue
+			return l.send(controlMsg{Kind: "prepared", ID: m.ID})
 		}
 		t := a.local[m.Task]
 		if t == nil {
@@ -464,7 +468,8 @@ func (d *deployer) followLeader(ctx context.Context, a *attempt, l *controlLink)
 		default:
 			return fmt.Errorf("runtime: the leader sent an unknown control message %q", m.Kind)
 		}
-	}
+		return nil
+	})
 }
 
 // forwardToLeader sends this worker's acknowledgements, waiting tasks and

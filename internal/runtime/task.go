@@ -800,6 +800,21 @@ func (t *Task) onUnaligned(act unalignedAction, input, channel int, at int64) {
 	if act&actTrim != 0 {
 		t.inputs[input].trim(channel, at)
 	}
+	if snap := actSnapshotAligned | actSnapshotUnaligned; act&snap != 0 {
+		if id <= t.lastCheckpoint {
+			// Taken already; a second snapshot would prepare the sinks'
+			// transactions of this checkpoint again, over the first.
+			act &^= snap
+			for _, in := range t.inputs {
+				in.releaseStash()
+			}
+		} else {
+			// A task that finishes before this checkpoint's
+			// acknowledgement left is triggered again directly; it must
+			// not take it twice.
+			t.lastCheckpoint = id
+		}
+	}
 	if act&actSnapshotAligned != 0 {
 		t.acknowledge(t.snapshot(id, t.ut.forced))
 		for _, in := range t.inputs {
