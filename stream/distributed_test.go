@@ -3,11 +3,14 @@ package stream_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/weirproject/weir/connector/file"
 	"github.com/weirproject/weir/internal/network"
 	"github.com/weirproject/weir/internal/runtime"
 	"github.com/weirproject/weir/stream"
@@ -18,9 +21,16 @@ import (
 // seeds' example. Its output is "key:count" per update, which does not
 // depend on how the sources' records interleave.
 func distributedJob(t *testing.T, n int64, kvs ...string) (*stream.Environment, *stream.Collected[string]) {
-	env := newEnv(t, 4, append([]string{"taskmanager.network.buffer-records", "64"}, kvs...)...)
+	env, out := countingJob(t, 4, n, 2000, kvs...)
+	return env, stream.Collect(out)
+}
+
+// countingJob builds distributedJob at parallelism p, whose sources pause
+// a millisecond every pauseEvery records, up to its sink.
+func countingJob(t *testing.T, p int, n, pauseEvery int64, kvs ...string) (*stream.Environment, *stream.Stream[string]) {
+	env := newEnv(t, p, append([]string{"taskmanager.network.buffer-records", "64"}, kvs...)...)
 	src := stream.FromSource[kv](env, &stream.Generator[kv]{Count: n, Fn: func(i int64) kv {
-		if i%2000 == 0 {
+		if i%pauseEvery == 0 {
 			time.Sleep(time.Millisecond) // several checkpoints per run
 		}
 		return kv{K: i % 37, V: i}
@@ -28,7 +38,7 @@ func distributedJob(t *testing.T, n int64, kvs ...string) (*stream.Environment, 
 	ones := stream.Map(src, func(x kv) kv { return kv{K: x.K, V: 1} }).UID("ones")
 	counts := stream.Sum(stream.KeyBy(ones, func(x kv) int64 { return x.K }), func(x *kv) *int64 { return &x.V }).UID("counts").SetParallelism(3)
 	out := stream.Map(counts, func(x kv) string { return fmt.Sprintf("%d:%d", x.K, x.V) }).UID("format").SetParallelism(3)
-	return env, stream.Collect(out)
+	return env, out
 }
 
 // runDistributed runs the job of build on workers placed by placement,
@@ -37,17 +47,7 @@ func distributedJob(t *testing.T, n int64, kvs ...string) (*stream.Environment, 
 func runDistributed(t *testing.T, placement []int, build func() (*stream.Environment, *stream.Collected[string])) ([]string, []*stream.JobClient) {
 	t.Helper()
 	workers := slices.Max(placement) + 1
-	var nets []*network.Manager
-	var peers []string
-	for range workers {
-		nm, err := network.Listen(network.Config{Token: "t"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { nm.Close() })
-		nets = append(nets, nm)
-		peers = append(peers, nm.Addr())
-	}
+	nets, peers := startWorkers(t, workers)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var jobs []*stream.JobClient
@@ -73,8 +73,8 @@ func runDistributed(t *testing.T, placement []int, build func() (*stream.Environ
 	return out, jobs
 }
 
-func TestDistributedJob(t *testing.T) {
-	const n = 40_000
+// runningCounts37 is the reference output of distributedJob.
+func runningCounts37(n int64) []string {
 	var want []string
 	for k := range int64(37) {
 		for c := int64(1); c <= (n-k+36)/37; c++ {
@@ -82,6 +82,12 @@ func TestDistributedJob(t *testing.T) {
 		}
 	}
 	slices.Sort(want)
+	return want
+}
+
+func TestDistributedJob(t *testing.T) {
+	const n = 40_000
+	want := runningCounts37(n)
 	for _, tc := range []struct {
 		name      string
 		placement []int
@@ -117,5 +123,168 @@ func TestDistributedJob(t *testing.T) {
 				t.Fatal("no checkpoint completed")
 			}
 		})
+	}
+}
+
+// startWorkers listens on a data plane per worker and returns them with
+// their addresses.
+func startWorkers(t *testing.T, workers int) ([]*network.Manager, []string) {
+	t.Helper()
+	var nets []*network.Manager
+	var peers []string
+	for range workers {
+		nm, err := network.Listen(network.Config{Token: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nm.Close() })
+		nets, peers = append(nets, nm), append(peers, nm.Addr())
+	}
+	return nets, peers
+}
+
+// TestDistributedStopWithSavepoint stops a job spread over two workers
+// with a savepoint (the leader prepares the other worker for it, both
+// write self-contained pebble snapshots, and the leader stops the other
+// once the sinks committed), resumes it from the savepoint in one process
+// at another parallelism, and requires that the two runs together
+// committed exactly the reference output.
+func TestDistributedStopWithSavepoint(t *testing.T) {
+	const n = 200_000
+	dir := t.TempDir()
+	kvs := []string{"execution.checkpointing.interval", "20 ms", "state.backend.type", "pebble",
+		"state.checkpoints.dir", filepath.Join(dir, "chk")}
+	placement := []int{0, 1, 0, 1}
+	nets, peers := startWorkers(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Both runs commit into one directory, exactly once; the resumed run
+	// commits again (idempotently) what the savepoint holds.
+	out := filepath.Join(dir, "out")
+	job := func(p int) *stream.Environment {
+		env, counts := countingJob(t, p, n, 200, kvs...)
+		stream.SinkTo(counts, file.Text[string](out, nil), "files").UID("files")
+		return env
+	}
+	var jobs []*stream.JobClient
+	for w := range 2 {
+		env := job(4)
+		stream.SetDistribution(env, &runtime.Distribution{Self: w, Placement: placement, Net: nets[w], Peers: peers, Key: "job-sp"})
+		jc, err := env.ExecuteAsync(ctx, "distributed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, jc)
+	}
+	for jobs[0].CompletedCheckpoints() < 2 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("no checkpoints")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	path, err := jobs[0].StopWithSavepoint(ctx, filepath.Join(dir, "savepoints"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for w, jc := range jobs {
+		if err := jc.Wait(); err != nil {
+			t.Fatalf("worker %d: %v", w, err)
+		}
+	}
+	got, err := file.ReadLines(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := len(got)
+	if first == 0 || first >= n {
+		t.Fatalf("the first run committed %d of %d records; want some, not all", first, n)
+	}
+
+	env := job(2)
+	env.RestoreFrom(path, false)
+	jc, err := env.ExecuteAsync(ctx, "resumed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jc.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = file.ReadLines(out); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if want := runningCounts37(n); !slices.Equal(got, want) {
+		t.Fatalf("committed %d records (%d before the savepoint), want %d", len(got), first, len(want))
+	}
+}
+
+type wordN struct {
+	W string
+	N int64
+}
+
+// TestDistributedCheckpointsWithFinishedSources: one source subtask reads
+// the only file while the other three finish at once, on both workers;
+// checkpoints go on with the finished subtasks (whose final checkpoints
+// the leader takes through the link) until the job ends.
+func TestDistributedCheckpointsWithFinishedSources(t *testing.T) {
+	dir := t.TempDir()
+	input := filepath.Join(dir, "in.txt")
+	var text strings.Builder
+	for i := range 6000 {
+		fmt.Fprintf(&text, "w%d\n", i%7)
+	}
+	if err := os.WriteFile(input, []byte(text.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	var want []string
+	seen := map[string]int{}
+	for _, w := range strings.Fields(text.String()) {
+		seen[w]++
+		want = append(want, fmt.Sprintf("%s %d", w, seen[w]))
+	}
+	slices.Sort(want)
+	placement := []int{0, 1, 0, 1}
+	nets, peers := startWorkers(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var jobs []*stream.JobClient
+	for w := range 2 {
+		env := newEnv(t, 4, "execution.checkpointing.interval", "20 ms", "execution.runtime-mode", "STREAMING")
+		lines := stream.FromSource(env, file.Lines(input), "lines").UID("lines")
+		var n int
+		slow := stream.Map(lines, func(s string) wordN {
+			if n++; n%50 == 0 {
+				time.Sleep(time.Millisecond) // several checkpoints while it reads
+			}
+			return wordN{W: s, N: 1}
+		}).UID("slow")
+		sums := stream.Sum(stream.KeyBy(slow, func(x wordN) string { return x.W }), func(x *wordN) *int64 { return &x.N }).UID("count")
+		counts := stream.Map(sums, func(x wordN) string { return fmt.Sprintf("%s %d", x.W, x.N) }).UID("format")
+		stream.SinkTo(counts, file.Text[string](out, nil), "files").UID("files")
+		stream.SetDistribution(env, &runtime.Distribution{Self: w, Placement: placement, Net: nets[w], Peers: peers, Key: "job-fin"})
+		jc, err := env.ExecuteAsync(ctx, "finished-sources")
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, jc)
+	}
+	for w, jc := range jobs {
+		if err := jc.Wait(); err != nil {
+			t.Fatalf("worker %d: %v", w, err)
+		}
+	}
+	got, err := file.ReadLines(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("committed %d lines, want %d", len(got), len(want))
+	}
+	if jobs[0].CompletedCheckpoints() < 3 {
+		t.Fatalf("%d checkpoints completed; want checkpoints to go on after three sources finished", jobs[0].CompletedCheckpoints())
 	}
 }

@@ -522,8 +522,17 @@ func (c *coordinator) run(ctx context.Context) error {
 	allDone := make(chan struct{})
 	go func() {
 		// Owned by the coordinator: ends when every task ended, which the
-		// errgroup guarantees once ctx is done or all tasks returned.
+		// errgroup guarantees once ctx is done or all tasks returned. The
+		// tasks of other workers end with their workers, which follow
+		// this attempt's end through their links.
 		for _, h := range c.a.handles {
+			if _, remote := h.(*remoteHandle); remote {
+				select {
+				case <-h.done():
+				case <-ctx.Done():
+				}
+				continue
+			}
 			<-h.done()
 		}
 		close(allDone)
@@ -657,7 +666,17 @@ func (c *coordinator) run(ctx context.Context) error {
 			}
 		case <-timeoutTicker.C:
 			if cur != nil && time.Since(cur.started) > c.timeout {
-				c.d.logger.Warn("checkpoint timed out", "checkpoint", cur.id)
+				var missing []string
+				for i, h := range c.a.handles {
+					if cur.acks[i] == nil {
+						name := fmt.Sprintf("task %d", i)
+						if lh, ok := h.(localHandle); ok {
+							name = lh.t.Name()
+						}
+						missing = append(missing, name)
+					}
+				}
+				c.d.logger.Warn("checkpoint timed out", "checkpoint", cur.id, "not acknowledged by", missing)
 				cause := fmt.Errorf("timed out after %v (execution.checkpointing.timeout)", c.timeout)
 				fail(cur.savepoint, fmt.Errorf("savepoint: %w", cause))
 				err := checkpointFailed(cur.id, cause)
@@ -727,6 +746,9 @@ func (c *coordinator) run(ctx context.Context) error {
 					// job ends, so that a job that is not resumed loses
 					// nothing.
 					c.notifyAndWait(ctx, done.id)
+					for _, l := range c.a.links {
+						l.send(controlMsg{Kind: "stop"})
+					}
 					c.d.job.stop()
 				} else {
 					c.notify(done.id)

@@ -60,7 +60,7 @@ func (d *Distribution) check(slots int) error {
 
 // controlMsg is one message on a control link. Leader to worker: trigger,
 // complete, abort, release, prepare (a savepoint follows: take
-// self-contained snapshots). Worker to leader: ack, waiting, done,
+// self-contained snapshots), stop (the job was stopped with a savepoint). Worker to leader: ack, waiting, done,
 // handled (a complete with Wait was handled), prepared.
 type controlMsg struct {
 	Kind   string
@@ -440,9 +440,14 @@ func (d *deployer) followLeader(ctx context.Context, a *attempt, l *controlLink)
 		return true
 	}
 	return l.serve(ctx, "the leader worker", ended, func(m controlMsg) error {
-		if m.Kind == "prepare" {
+		switch m.Kind {
+		case "prepare":
 			d.storage.markSavepoint(m.ID)
 			return l.send(controlMsg{Kind: "prepared", ID: m.ID})
+		case "stop":
+			// Stopped with a savepoint, which the sinks here committed.
+			d.job.stop()
+			return nil
 		}
 		t := a.local[m.Task]
 		if t == nil {

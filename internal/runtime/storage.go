@@ -423,7 +423,7 @@ func writeSavepoint(dir string, cp *CompletedCheckpoint, threshold int) (string,
 	if err != nil {
 		return "", fmt.Errorf("savepoint: %w", err)
 	}
-	loc = loc.join(fmt.Sprintf("savepoint-%s-%d", cp.JobID[:8], cp.ID))
+	loc = loc.join(fmt.Sprintf("savepoint-%s-%d", cp.JobID[:min(8, len(cp.JobID))], cp.ID))
 	if err := writeCheckpoint(ctx, loc, cp, threshold); err != nil {
 		return "", fmt.Errorf("savepoint: %w", err)
 	}
