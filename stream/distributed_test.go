@@ -224,6 +224,73 @@ type wordN struct {
 	N int64
 }
 
+// oneFileJob counts the lines of one file at parallelism 4, so that one
+// source subtask reads it and three finish at once, into files under out,
+// pausing a millisecond every pauseEvery lines.
+func oneFileJob(t *testing.T, input, out string, pauseEvery int) *stream.Environment {
+	env := newEnv(t, 4, "execution.checkpointing.interval", "20 ms", "execution.runtime-mode", "STREAMING")
+	lines := stream.FromSource(env, file.Lines(input), "lines").UID("lines")
+	var n int
+	slow := stream.Map(lines, func(s string) wordN {
+		if n++; n%pauseEvery == 0 {
+			time.Sleep(time.Millisecond) // several checkpoints while it reads
+		}
+		return wordN{W: s, N: 1}
+	}).UID("slow")
+	sums := stream.Sum(stream.KeyBy(slow, func(x wordN) string { return x.W }), func(x *wordN) *int64 { return &x.N }).UID("count")
+	counts := stream.Map(sums, func(x wordN) string { return fmt.Sprintf("%s %d", x.W, x.N) }).UID("format")
+	stream.SinkTo(counts, file.Text[string](out, nil), "files").UID("files")
+	return env
+}
+
+// TestStopWithSavepointAfterSourcesFinished: three of four source
+// subtasks finished and exited long before the stop, in one process and
+// spread over two workers. The stop used to wait forever for them to
+// handle the savepoint's completion.
+func TestStopWithSavepointAfterSourcesFinished(t *testing.T) {
+	dir := t.TempDir()
+	input := filepath.Join(dir, "in.txt")
+	var text strings.Builder
+	for i := range 20000 {
+		fmt.Fprintf(&text, "w%d\n", i%7)
+	}
+	if err := os.WriteFile(input, []byte(text.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, workers := range []int{1, 2} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		nets, peers := startWorkers(t, workers)
+		var jobs []*stream.JobClient
+		for w := range workers {
+			env := oneFileJob(t, input, filepath.Join(dir, fmt.Sprintf("out-%d", workers)), 10)
+			if workers > 1 {
+				stream.SetDistribution(env, &runtime.Distribution{Self: w, Placement: []int{0, 1, 0, 1}, Net: nets[w], Peers: peers, Key: "job-stop"})
+			}
+			jc, err := env.ExecuteAsync(ctx, "stop")
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs = append(jobs, jc)
+		}
+		for jobs[0].CompletedCheckpoints() < 3 {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("%d workers: no checkpoints", workers)
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		if _, err := jobs[0].StopWithSavepoint(ctx, filepath.Join(dir, "savepoints"), false); err != nil {
+			t.Fatalf("%d workers: %v", workers, err)
+		}
+		for w, jc := range jobs {
+			if err := jc.Wait(); err != nil {
+				t.Fatalf("%d workers: worker %d: %v", workers, w, err)
+			}
+		}
+	}
+}
+
 // TestDistributedCheckpointsWithFinishedSources: one source subtask reads
 // the only file while the other three finish at once, on both workers;
 // checkpoints go on with the finished subtasks (whose final checkpoints
@@ -252,18 +319,7 @@ func TestDistributedCheckpointsWithFinishedSources(t *testing.T) {
 	defer cancel()
 	var jobs []*stream.JobClient
 	for w := range 2 {
-		env := newEnv(t, 4, "execution.checkpointing.interval", "20 ms", "execution.runtime-mode", "STREAMING")
-		lines := stream.FromSource(env, file.Lines(input), "lines").UID("lines")
-		var n int
-		slow := stream.Map(lines, func(s string) wordN {
-			if n++; n%50 == 0 {
-				time.Sleep(time.Millisecond) // several checkpoints while it reads
-			}
-			return wordN{W: s, N: 1}
-		}).UID("slow")
-		sums := stream.Sum(stream.KeyBy(slow, func(x wordN) string { return x.W }), func(x *wordN) *int64 { return &x.N }).UID("count")
-		counts := stream.Map(sums, func(x wordN) string { return fmt.Sprintf("%s %d", x.W, x.N) }).UID("format")
-		stream.SinkTo(counts, file.Text[string](out, nil), "files").UID("files")
+		env := oneFileJob(t, input, out, 50)
 		stream.SetDistribution(env, &runtime.Distribution{Self: w, Placement: placement, Net: nets[w], Peers: peers, Key: "job-fin"})
 		jc, err := env.ExecuteAsync(ctx, "finished-sources")
 		if err != nil {

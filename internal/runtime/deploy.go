@@ -791,14 +791,18 @@ func (c *coordinator) notify(id int64) {
 }
 
 // notifyAndWait notifies every task and waits until they all handled it.
+// A subtask that has exited (it finished and took its final checkpoint)
+// handles nothing more and is not waited for.
 func (c *coordinator) notifyAndWait(ctx context.Context, id int64) {
-	handled := make(chan struct{}, len(c.a.handles))
-	for _, h := range c.a.handles {
-		h.notifyComplete(id, handled)
+	handled := make([]chan struct{}, len(c.a.handles))
+	for i, h := range c.a.handles {
+		handled[i] = make(chan struct{}, 1)
+		h.notifyComplete(id, handled[i])
 	}
-	for range c.a.handles {
+	for i, h := range c.a.handles {
 		select {
-		case <-handled:
+		case <-handled[i]:
+		case <-h.done():
 		case <-ctx.Done():
 			return
 		}
