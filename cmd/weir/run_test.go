@@ -299,15 +299,21 @@ func TestClusterRunJobs(t *testing.T) {
 	// A slow streaming job takes a savepoint and is stopped with one;
 	// another is cancelled.
 	chk := filepath.Join(dir, "chk")
-	streaming := func(out string) string {
-		stdout, stderr, code := cli("run", "-d", "-p", "1", wc, "--mode", "streaming", "--input", input, "--output", out,
-			"--rate", "200", "--checkpoint-interval", "200ms", "--checkpoint-dir", "file://"+chk)
+	streaming := func(p, rate, out string) string {
+		stdout, stderr, code := cli("run", "-d", "-p", p, wc, "--mode", "streaming", "--input", input, "--output", out,
+			"--rate", rate, "--checkpoint-interval", "200ms", "--checkpoint-dir", "file://"+chk)
 		if code != exitOK {
 			t.Fatalf("weir run -d: exit %d\n%s\n%s", code, stdout, stderr)
 		}
 		return jobID(t, stdout)
 	}
-	stopID, cancelID := streaming(filepath.Join(dir, "s1")), streaming(filepath.Join(dir, "s2"))
+	// The one to stop spreads over both TaskManagers: its leader worker
+	// takes the savepoint with the other and then stops it.
+	// One file means one reading source subtask: at p=4 it reads a
+	// quarter of the rate, 200 lines a second, polling 256 lines at a
+	// time between checkpoints. The other runs slowly enough to be
+	// cancelled while it runs.
+	stopID, cancelID := streaming("4", "800", filepath.Join(dir, "s1")), streaming("1", "50", filepath.Join(dir, "s2"))
 	for _, id := range []string{stopID, cancelID} {
 		waitJob(t, client, id, 20*time.Second, "running worker", func(d cluster.JobDetails) bool {
 			return d.State == cluster.JobRunning && d.Vertices[0].Metrics.WriteRecords > 0
