@@ -310,9 +310,8 @@ func TestClusterRunJobs(t *testing.T) {
 	// The one to stop spreads over both TaskManagers: its leader worker
 	// takes the savepoint with the other and then stops it.
 	// One file means one reading source subtask: at p=4 it reads a
-	// quarter of the rate, 200 lines a second, polling 256 lines at a
-	// time between checkpoints. The other runs slowly enough to be
-	// cancelled while it runs.
+	// quarter of the rate, 200 lines a second. The other runs slowly
+	// enough to be cancelled while it runs.
 	stopID, cancelID := streaming("4", "800", filepath.Join(dir, "s1")), streaming("1", "50", filepath.Join(dir, "s2"))
 	for _, id := range []string{stopID, cancelID} {
 		waitJob(t, client, id, 20*time.Second, "running worker", func(d cluster.JobDetails) bool {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"time"
 
 	"github.com/weirproject/weir/connector"
 )
@@ -21,6 +22,12 @@ const (
 	// byte bound keeps long lines from making a Poll slow.
 	pollLines = 256
 	pollBytes = 64 << 10
+	// pollTime bounds a Poll's time too, checked every pollTimeCheck
+	// lines: the lines go down the chained operators inside Poll, and a
+	// slow chain (a throttle, a remote call) would otherwise hold a
+	// checkpoint's trigger for all 256 of them.
+	pollTime      = 10 * time.Millisecond
+	pollTimeCheck = 8
 	// maxKeptScratch: a buffer grown for a huge line is dropped afterwards
 	// rather than held for the rest of the job.
 	maxKeptScratch = 1 << 20
@@ -81,6 +88,7 @@ func (r *lineReader) Poll(ctx context.Context, out connector.Output[string]) (co
 		return 0, err
 	}
 	lines, n := 0, 0
+	start := time.Now()
 	// The bounds are checked between lines only: a line longer than the
 	// buffer, or the partial line a split starts with, is read to its end
 	// in one Poll. That costs promptness on huge lines but guarantees that
@@ -108,6 +116,11 @@ func (r *lineReader) Poll(ctx context.Context, out connector.Output[string]) (co
 			} else {
 				out.Collect(r.line(chunk))
 				lines++
+				if lines%pollTimeCheck == 0 && time.Since(start) >= pollTime {
+					// Ends the loop once the line's bookkeeping below is
+					// done: the bounds are checked between lines.
+					lines = pollLines
+				}
 			}
 			r.split.Offset = r.pos
 			if err == io.EOF || r.pos >= r.split.End {
