@@ -46,22 +46,14 @@ func countingJob(t *testing.T, p int, n, pauseEvery int64, kvs ...string) (*stre
 // TCP, and returns the union of what their sinks committed.
 func runDistributed(t *testing.T, placement []int, build func() (*stream.Environment, *stream.Collected[string])) ([]string, []*stream.JobClient) {
 	t.Helper()
-	workers := slices.Max(placement) + 1
-	nets, peers := startWorkers(t, workers)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var jobs []*stream.JobClient
 	var sinks []*stream.Collected[string]
-	for w := range workers {
+	jobs := executeOn(t, ctx, placement, "job-1", func() *stream.Environment {
 		env, got := build()
-		stream.SetDistribution(env, &runtime.Distribution{Self: w, Placement: placement, Net: nets[w], Peers: peers, Key: "job-1"})
-		job, err := env.ExecuteAsync(ctx, "distributed")
-		if err != nil {
-			t.Fatal(err)
-		}
-		jobs = append(jobs, job)
 		sinks = append(sinks, got)
-	}
+		return env
+	})
 	var out []string
 	for w, job := range jobs {
 		if err := job.Wait(); err != nil {
@@ -143,6 +135,38 @@ func startWorkers(t *testing.T, workers int) ([]*network.Manager, []string) {
 	return nets, peers
 }
 
+// executeOn starts the job that build makes once per worker, spread by
+// placement over workers in this process.
+func executeOn(t *testing.T, ctx context.Context, placement []int, key string, build func() *stream.Environment) []*stream.JobClient {
+	t.Helper()
+	nets, peers := startWorkers(t, slices.Max(placement)+1)
+	var jobs []*stream.JobClient
+	for w := range nets {
+		env := build()
+		if len(nets) > 1 {
+			stream.SetDistribution(env, &runtime.Distribution{Self: w, Placement: placement, Net: nets[w], Peers: peers, Key: key})
+		}
+		jc, err := env.ExecuteAsync(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, jc)
+	}
+	return jobs
+}
+
+// waitCheckpoints waits until the leader's job completed n checkpoints.
+func waitCheckpoints(t *testing.T, ctx context.Context, job *stream.JobClient, n int) {
+	t.Helper()
+	for job.CompletedCheckpoints() < n {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d of %d checkpoints completed", job.CompletedCheckpoints(), n)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
 // TestDistributedStopWithSavepoint stops a job spread over two workers
 // with a savepoint (the leader prepares the other worker for it, both
 // write self-contained pebble snapshots, and the leader stops the other
@@ -154,8 +178,6 @@ func TestDistributedStopWithSavepoint(t *testing.T) {
 	dir := t.TempDir()
 	kvs := []string{"execution.checkpointing.interval", "20 ms", "state.backend.type", "pebble",
 		"state.checkpoints.dir", filepath.Join(dir, "chk")}
-	placement := []int{0, 1, 0, 1}
-	nets, peers := startWorkers(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// Both runs commit into one directory, exactly once; the resumed run
@@ -166,23 +188,8 @@ func TestDistributedStopWithSavepoint(t *testing.T) {
 		stream.SinkTo(counts, file.Text[string](out, nil), "files").UID("files")
 		return env
 	}
-	var jobs []*stream.JobClient
-	for w := range 2 {
-		env := job(4)
-		stream.SetDistribution(env, &runtime.Distribution{Self: w, Placement: placement, Net: nets[w], Peers: peers, Key: "job-sp"})
-		jc, err := env.ExecuteAsync(ctx, "distributed")
-		if err != nil {
-			t.Fatal(err)
-		}
-		jobs = append(jobs, jc)
-	}
-	for jobs[0].CompletedCheckpoints() < 2 {
-		select {
-		case <-ctx.Done():
-			t.Fatal("no checkpoints")
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	jobs := executeOn(t, ctx, []int{0, 1, 0, 1}, "job-sp", func() *stream.Environment { return job(4) })
+	waitCheckpoints(t, ctx, jobs[0], 2)
 	path, err := jobs[0].StopWithSavepoint(ctx, filepath.Join(dir, "savepoints"), false)
 	if err != nil {
 		t.Fatal(err)
@@ -257,29 +264,14 @@ func TestStopWithSavepointAfterSourcesFinished(t *testing.T) {
 	if err := os.WriteFile(input, []byte(text.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, workers := range []int{1, 2} {
+	for _, placement := range [][]int{{0, 0, 0, 0}, {0, 1, 0, 1}} {
+		workers := slices.Max(placement) + 1
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		nets, peers := startWorkers(t, workers)
-		var jobs []*stream.JobClient
-		for w := range workers {
-			env := oneFileJob(t, input, filepath.Join(dir, fmt.Sprintf("out-%d", workers)), 10)
-			if workers > 1 {
-				stream.SetDistribution(env, &runtime.Distribution{Self: w, Placement: []int{0, 1, 0, 1}, Net: nets[w], Peers: peers, Key: "job-stop"})
-			}
-			jc, err := env.ExecuteAsync(ctx, "stop")
-			if err != nil {
-				t.Fatal(err)
-			}
-			jobs = append(jobs, jc)
-		}
-		for jobs[0].CompletedCheckpoints() < 3 {
-			select {
-			case <-ctx.Done():
-				t.Fatalf("%d workers: no checkpoints", workers)
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
+		jobs := executeOn(t, ctx, placement, "job-stop", func() *stream.Environment {
+			return oneFileJob(t, input, filepath.Join(dir, fmt.Sprintf("out-%d", workers)), 10)
+		})
+		waitCheckpoints(t, ctx, jobs[0], 3)
 		if _, err := jobs[0].StopWithSavepoint(ctx, filepath.Join(dir, "savepoints"), false); err != nil {
 			t.Fatalf("%d workers: %v", workers, err)
 		}
@@ -313,20 +305,9 @@ func TestDistributedCheckpointsWithFinishedSources(t *testing.T) {
 		want = append(want, fmt.Sprintf("%s %d", w, seen[w]))
 	}
 	slices.Sort(want)
-	placement := []int{0, 1, 0, 1}
-	nets, peers := startWorkers(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var jobs []*stream.JobClient
-	for w := range 2 {
-		env := oneFileJob(t, input, out, 50)
-		stream.SetDistribution(env, &runtime.Distribution{Self: w, Placement: placement, Net: nets[w], Peers: peers, Key: "job-fin"})
-		jc, err := env.ExecuteAsync(ctx, "finished-sources")
-		if err != nil {
-			t.Fatal(err)
-		}
-		jobs = append(jobs, jc)
-	}
+	jobs := executeOn(t, ctx, []int{0, 1, 0, 1}, "job-fin", func() *stream.Environment { return oneFileJob(t, input, out, 50) })
 	for w, jc := range jobs {
 		if err := jc.Wait(); err != nil {
 			t.Fatalf("worker %d: %v", w, err)

@@ -535,13 +535,7 @@ func TestSavepointsStayAligned(t *testing.T) {
 // one run in 20 lost a thousand records).
 func TestUnalignedCheckpointsAsTasksFinish(t *testing.T) {
 	const n = 40_000
-	var want []string
-	for k := range int64(37) {
-		for c := int64(1); c <= (n-k+36)/37; c++ {
-			want = append(want, fmt.Sprintf("%d:%d", k, c))
-		}
-	}
-	slices.Sort(want)
+	want := runningCounts37(n)
 	for run := range 40 {
 		env, got := distributedJob(t, n, "execution.checkpointing.interval", "10 ms", "execution.checkpointing.unaligned.enabled", "true")
 		job, err := env.ExecuteAsync(context.Background(), "unaligned-finish")
