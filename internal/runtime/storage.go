@@ -10,9 +10,12 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"gocloud.dev/blob"
 
 	"github.com/weirproject/weir/state"
 )
@@ -377,6 +380,15 @@ func LoadCheckpoint(pathOrURI string) (*CompletedCheckpoint, error) {
 	}
 	data, err := loc.read(ctx, "_metadata")
 	if errors.Is(err, os.ErrNotExist) {
+		// A cluster restarts a job from the latest checkpoint its worker
+		// reported, which the worker may have subsumed and deleted since:
+		// a newer completed checkpoint of the job then stands in for it.
+		if newer := newerCheckpoint(ctx, loc); newer != nil {
+			loc = newer
+			data, err = loc.read(ctx, "_metadata")
+		}
+	}
+	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("load checkpoint: %s has no _metadata: it is not a completed checkpoint or savepoint directory", loc)
 	}
 	if err != nil {
@@ -409,6 +421,44 @@ func LoadCheckpoint(pathOrURI string) (*CompletedCheckpoint, error) {
 	// up from <root>/<job-id>/chk-<n>.
 	c.root = loc.parent().parent()
 	return &c, nil
+}
+
+// newerCheckpoint returns the newest completed checkpoint next to a
+// chk-<n> directory with a number above n, or nil.
+func newerCheckpoint(ctx context.Context, loc *location) *location {
+	n, ok := checkpointNumber(path.Base(loc.prefix))
+	if !ok {
+		return nil
+	}
+	dir := loc.parent()
+	it := dir.bucket.List(&blob.ListOptions{Prefix: dir.key(""), Delimiter: "/"})
+	var newer []int64
+	for {
+		obj, err := it.Next(ctx)
+		if err != nil {
+			break
+		}
+		if m, ok := checkpointNumber(path.Base(strings.TrimSuffix(obj.Key, "/"))); ok && obj.IsDir && m > n {
+			newer = append(newer, m)
+		}
+	}
+	slices.Sort(newer)
+	for _, m := range slices.Backward(newer) {
+		c := dir.join(fmt.Sprintf("chk-%d", m))
+		if ok, err := c.bucket.Exists(ctx, c.key("_metadata")); err == nil && ok {
+			return c
+		}
+	}
+	return nil
+}
+
+func checkpointNumber(name string) (int64, bool) {
+	digits, ok := strings.CutPrefix(name, "chk-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	return n, err == nil
 }
 
 // writeSavepoint writes a savepoint into a new directory under dir: it is
