@@ -48,16 +48,7 @@ func runNexmarkOnCluster(cmd *cobra.Command, o nexmarkOptions) error {
 	}
 	defer client.Close()
 	ctx := cmd.Context()
-	sum, err := fileSHA256(exe)
-	if err != nil {
-		return err
-	}
-	f, err := os.Open(exe)
-	if err != nil {
-		return err
-	}
-	err = client.UploadArtifact(ctx, f, sum)
-	f.Close()
+	sum, err := uploadExecutable(ctx, client, exe)
 	if err != nil {
 		return err
 	}

@@ -135,16 +135,7 @@ func (o *runOptions) run(cmd *cobra.Command, prog string, args []string) error {
 		return fmt.Errorf("%s --plan=json printed no job graph (is it a weir job program?): %v", prog, err)
 	}
 
-	sum, err := fileSHA256(exe)
-	if err != nil {
-		return err
-	}
-	f, err := os.Open(exe)
-	if err != nil {
-		return err
-	}
-	err = client.UploadArtifact(ctx, f, sum)
-	f.Close()
+	sum, err := uploadExecutable(ctx, client, exe)
 	if err != nil {
 		return err
 	}
@@ -460,4 +451,19 @@ func exactlyOneJobID(cmd *cobra.Command, args []string) error {
 		return usageErrorf(cmd, "empty JOBID")
 	}
 	return nil
+}
+
+// uploadExecutable uploads exe as a job's artifact and returns its
+// SHA-256, by which a submission names it.
+func uploadExecutable(ctx context.Context, client *cluster.RESTClient, exe string) (string, error) {
+	sum, err := fileSHA256(exe)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	return sum, client.UploadArtifact(ctx, f, sum)
 }
