@@ -422,16 +422,7 @@ while [ ! -f "$WEIR_WORKER_PEERS" ]; do
 done
 status FINISHED
 `
-	sum, err := jm.artifacts.put(strings.NewReader(script), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := jm.dispatcher.submit(JobSubmission{Artifact: sum, Plan: json.RawMessage(fourSlotPlan), Options: []string{"restart-strategy.type=none"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 15*time.Second, "job ended", func() bool { return IsTerminalJobState(jobDetails(t, jm, id).State) })
-	d := jobDetails(t, jm, id)
+	id, d := runScriptJob(t, jm, script, 15*time.Second)
 	if d.State != JobFinished {
 		t.Fatalf("job %s: %s", d.State, d.Error)
 	}
@@ -487,16 +478,7 @@ i=0
 while [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
 exit 4
 `
-	sum, err := jm.artifacts.put(strings.NewReader(script), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := jm.dispatcher.submit(JobSubmission{Artifact: sum, Plan: json.RawMessage(fourSlotPlan), Options: []string{"restart-strategy.type=none"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 15*time.Second, "job ended", func() bool { return IsTerminalJobState(jobDetails(t, jm, id).State) })
-	d := jobDetails(t, jm, id)
+	_, d := runScriptJob(t, jm, script, 15*time.Second)
 	if d.State != JobFailed {
 		t.Fatalf("job %s, want FAILED", d.State)
 	}
@@ -521,6 +503,17 @@ func TestWorkerEndReportedAtOnce(t *testing.T) {
 	runTM(t, jm.RPCAddr(), 4, nil)
 	waitTotals(t, jm, [3]int{1, 4, 4})
 	script := "#!/bin/sh\nprintf '{\"state\":\"FINISHED\"}' > \"$WEIR_WORKER_STATUS\"\n"
+	start := time.Now()
+	if _, d := runScriptJob(t, jm, script, 5*time.Second); d.State != JobFinished {
+		t.Fatalf("job %s: %s", d.State, d.Error)
+	}
+	t.Logf("FINISHED %v after the submission", time.Since(start).Round(time.Millisecond))
+}
+
+// runScriptJob submits a shell script as the artifact of a 4-slot job
+// without restarts and waits up to d for the job to end.
+func runScriptJob(t *testing.T, jm *JobManager, script string, d time.Duration) (string, JobDetails) {
+	t.Helper()
 	sum, err := jm.artifacts.put(strings.NewReader(script), "")
 	if err != nil {
 		t.Fatal(err)
@@ -529,10 +522,6 @@ func TestWorkerEndReportedAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	waitFor(t, 5*time.Second, "job ended", func() bool { return IsTerminalJobState(jobDetails(t, jm, id).State) })
-	if d := jobDetails(t, jm, id); d.State != JobFinished {
-		t.Fatalf("job %s: %s", d.State, d.Error)
-	}
-	t.Logf("FINISHED %v after the submission", time.Since(start).Round(time.Millisecond))
+	waitFor(t, d, "job ended", func() bool { return IsTerminalJobState(jobDetails(t, jm, id).State) })
+	return id, jobDetails(t, jm, id)
 }
