@@ -212,7 +212,8 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 				var h taskHandle
 				if self == 0 {
 					h = &remoteHandle{link: a.links[w-1], index: index, source: headNode.Ops.(*NodeOps).Splits != nil, exited: make(chan struct{}),
-						final: TaskSnapshot{Vertex: string(v.JobVertex.ID), Subtask: ev.SubtaskIndex, Parallelism: v.JobVertex.Parallelism, UIDs: operatorUIDs(v.JobVertex), Finished: true}}
+						taskName: fmt.Sprintf("%s (%d/%d) in worker %d", v.JobVertex.Name, ev.SubtaskIndex+1, v.JobVertex.Parallelism, w),
+						final:    TaskSnapshot{Vertex: string(v.JobVertex.ID), Subtask: ev.SubtaskIndex, Parallelism: v.JobVertex.Parallelism, UIDs: operatorUIDs(v.JobVertex), Finished: true}}
 				}
 				a.handles = append(a.handles, h)
 				continue
@@ -669,11 +670,7 @@ func (c *coordinator) run(ctx context.Context) error {
 				var missing []string
 				for i, h := range c.a.handles {
 					if cur.acks[i] == nil {
-						name := fmt.Sprintf("task %d", i)
-						if lh, ok := h.(localHandle); ok {
-							name = lh.t.Name()
-						}
-						missing = append(missing, name)
+						missing = append(missing, h.name())
 					}
 				}
 				c.d.logger.Warn("checkpoint timed out", "checkpoint", cur.id, "not acknowledged by", missing)

@@ -241,6 +241,8 @@ type taskHandle interface {
 	finishedSnapshot() *TaskSnapshot
 	// done is closed when the subtask's goroutine returned.
 	done() <-chan struct{}
+	// name names the subtask in messages.
+	name() string
 }
 
 type localHandle struct{ t *Task }
@@ -269,16 +271,18 @@ func (h localHandle) releaseFinal()                   { h.t.send(h.t.releaseFina
 func (h localHandle) isSource() bool                  { return h.t.isSource }
 func (h localHandle) finishedSnapshot() *TaskSnapshot { return finishedSnapshot(h.t) }
 func (h localHandle) done() <-chan struct{}           { return h.t.done }
+func (h localHandle) name() string                    { return h.t.Name() }
 
 // remoteHandle is a subtask of another worker. Failed sends are not
 // reported here: a broken link fails the attempt through its reader.
 type remoteHandle struct {
-	link   *controlLink
-	index  int
-	source bool
-	final  TaskSnapshot
-	exited chan struct{}
-	once   sync.Once
+	link     *controlLink
+	index    int
+	taskName string
+	source   bool
+	final    TaskSnapshot
+	exited   chan struct{}
+	once     sync.Once
 }
 
 func (h *remoteHandle) trigger(id int64, drain bool) {
@@ -303,6 +307,7 @@ func (h *remoteHandle) finishedSnapshot() *TaskSnapshot {
 	return &s
 }
 func (h *remoteHandle) done() <-chan struct{} { return h.exited }
+func (h *remoteHandle) name() string          { return h.taskName }
 func (h *remoteHandle) markDone()             { h.once.Do(func() { close(h.exited) }) }
 
 // taskExit reports a task's end to a worker's forwarder.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -298,8 +299,10 @@ func decodeTimestamps(dst []int64, n int, src []byte) ([]int64, error) {
 	}
 	switch src[0] {
 	case timestampsNone:
-		for range n {
-			dst = append(dst, math.MinInt64)
+		start := len(dst)
+		dst = slices.Grow(dst, n)[:start+n]
+		for i := start; i < len(dst); i++ {
+			dst[i] = math.MinInt64
 		}
 	case timestampsDeltas:
 		src = src[1:]
