@@ -41,7 +41,11 @@ type Environment struct {
 	restorePath string
 	// distribution runs only this process's share of a job spread over
 	// several workers (worker mode, and tests).
-	distribution     *runtime.Distribution
+	distribution *runtime.Distribution
+	// In worker mode: the JobManager, which confirms every checkpoint,
+	// and the cluster's attempt number of the job.
+	authority        runtime.CommitAuthority
+	firstAttempt     int
 	allowNonRestored bool
 	// appJobArgs, in application mode ("myjob jobmanager ..."), are the
 	// job's flags, which the TaskManager's worker gets too.
@@ -315,7 +319,7 @@ func (env *Environment) Execute(ctx context.Context, jobName string) error {
 	if err != nil {
 		return err
 	}
-	if err := w.distribute(ctx, env); err != nil {
+	if err := w.prepare(ctx, env); err != nil {
 		return err
 	}
 	defer w.close()
@@ -338,7 +342,7 @@ func (env *Environment) ExecuteAsync(ctx context.Context, jobName string) (*JobC
 	if err != nil {
 		return nil, err
 	}
-	if err := w.distribute(ctx, env); err != nil {
+	if err := w.prepare(ctx, env); err != nil {
 		return nil, err
 	}
 	job, err := env.submit(ctx, jg)
@@ -359,7 +363,8 @@ func (env *Environment) ExecuteAsync(ctx context.Context, jobName string) (*JobC
 }
 
 func (env *Environment) submit(ctx context.Context, jg *graph.JobGraph) (*runtime.Job, error) {
-	mc := &runtime.MiniCluster{Config: env.cfg, Logger: env.logger, Clock: env.clock, Distribution: env.distribution}
+	mc := &runtime.MiniCluster{Config: env.cfg, Logger: env.logger, Clock: env.clock, Distribution: env.distribution,
+		Authority: env.authority, FirstAttempt: env.firstAttempt}
 	if env.restorePath != "" {
 		cp, err := runtime.LoadCheckpoint(env.restorePath)
 		if err != nil {

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
@@ -8,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -62,7 +64,62 @@ const (
 	WorkerDataTLSCertEnv = "WEIR_DATA_TLS_CERT"
 	WorkerDataTLSKeyEnv  = "WEIR_DATA_TLS_KEY"
 	WorkerDataTLSCAEnv   = "WEIR_DATA_TLS_CA"
+	// WorkerGatewayEnv is the host:port of the TaskManager's loopback
+	// endpoint for its workers, through which the leader worker has the
+	// JobManager confirm every checkpoint before anything commits.
+	WorkerGatewayEnv = "WEIR_TM_GATEWAY"
 )
+
+// workerConfirmPath and workerConfirmRequest are the TaskManager gateway's
+// checkpoint confirmation (internal/cluster, gateway.go).
+const workerConfirmPath = "/v1/checkpoints/confirm"
+
+type workerConfirmRequest struct {
+	JobID        string `json:"jobId"`
+	Attempt      int    `json:"attempt"`
+	CheckpointID int64  `json:"checkpointId"`
+	Path         string `json:"path"`
+	Savepoint    bool   `json:"savepoint"`
+}
+
+// workerConfirmTimeout bounds a confirmation; the TaskManager gives up on
+// the JobManager before (rpc.timeout).
+const workerConfirmTimeout = 30 * time.Second
+
+// gatewayAuthority is the commit authority of a worker: the JobManager,
+// asked through the worker's TaskManager.
+type gatewayAuthority struct {
+	url   string
+	token string
+	req   workerConfirmRequest // job and attempt
+}
+
+func (g *gatewayAuthority) ConfirmCheckpoint(ctx context.Context, id int64, path string, savepoint bool) error {
+	req := g.req
+	req.CheckpointID, req.Path, req.Savepoint = id, path, savepoint
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, workerConfirmTimeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, g.url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	hreq.Header.Set("Authorization", "Bearer "+g.token)
+	hreq.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(hreq)
+	if err != nil {
+		return fmt.Errorf("taskmanager unreachable: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 == 2 {
+		return nil
+	}
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	return fmt.Errorf("%s (HTTP %d)", strings.TrimSpace(string(msg)), resp.StatusCode)
+}
 
 // workerPeersTimeout bounds the wait for the other workers' addresses.
 const workerPeersTimeout = 2 * time.Minute
@@ -152,11 +209,28 @@ func newWorker(jg *graph.JobGraph) (*worker, error) {
 	}, nil
 }
 
-// distribute prepares this worker's share of a job spread over several
-// workers: it starts the data plane, reports its address in the status
-// file and waits for the addresses of the others.
-func (w *worker) distribute(ctx context.Context, env *Environment) error {
-	if w == nil || os.Getenv(WorkerIndexEnv) == "" {
+// prepare fences the job's attempt (its checkpoints count only once the
+// JobManager confirmed them) and, for a job spread over several workers,
+// prepares this worker's share: it starts the data plane, reports its
+// address in the status file and waits for the addresses of the others.
+func (w *worker) prepare(ctx context.Context, env *Environment) error {
+	if w == nil {
+		return nil
+	}
+	attempt, err := strconv.Atoi(os.Getenv(WorkerAttemptEnv))
+	if err != nil || attempt < 1 {
+		return fmt.Errorf("stream: worker mode: %s=%q: want the cluster's attempt number (1, 2, ...)", WorkerAttemptEnv, os.Getenv(WorkerAttemptEnv))
+	}
+	// Cluster attempts count from 1, a job's executions from 0.
+	env.firstAttempt = attempt - 1
+	if gw := os.Getenv(WorkerGatewayEnv); gw != "" {
+		env.authority = &gatewayAuthority{
+			url:   "http://" + gw + workerConfirmPath,
+			token: w.token,
+			req:   workerConfirmRequest{JobID: w.jobID, Attempt: attempt},
+		}
+	}
+	if os.Getenv(WorkerIndexEnv) == "" {
 		return nil
 	}
 	self, err := strconv.Atoi(os.Getenv(WorkerIndexEnv))

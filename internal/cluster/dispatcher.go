@@ -245,12 +245,18 @@ type job struct {
 	vertices      []JobVertexJSON
 	baseChk       int // checkpoints completed by earlier attempts
 	attemptChk    int
-	latest        string
-	err           string
-	created, end  time.Time
-	cancel        bool // requested
-	terminalSent  int  // attempt whose end was passed to the goroutine
-	triggers      map[string]*savepointTrigger
+	// latest is where the job restarts from: the newest checkpoint that
+	// the JobManager confirmed (confirmCheckpoint), never one a worker
+	// merely reported, so that no restart replays output already
+	// committed. confirmedID is the newest checkpoint the current attempt
+	// had confirmed.
+	latest       string
+	confirmedID  int64
+	err          string
+	created, end time.Time
+	cancel       bool // requested
+	terminalSent int  // attempt whose end was passed to the goroutine
+	triggers     map[string]*savepointTrigger
 }
 
 type jobEvent struct {
@@ -516,7 +522,7 @@ func (d *dispatcher) startAttempt(j *job, alloc allocation) int {
 	j.dataToken = newID() + newID()
 	j.live = true
 	j.tm, j.tmAddress, j.waiting = j.workers[0].tm, j.workers[0].address, ""
-	j.attemptChk = 0
+	j.attemptChk, j.confirmedID = 0, 0
 	first := j.plan.firstSlots()
 	for i := range j.vertices {
 		v := &j.vertices[i]
@@ -830,8 +836,7 @@ func (d *dispatcher) report(tmID string, statuses []*rpcpb.JobStatus) {
 }
 
 // aggregateLocked sums the workers' metrics per vertex (each worker counts
-// its own subtasks) and takes the checkpoints from the leader, which
-// coordinates them.
+// its own subtasks). Checkpoints are counted as they are confirmed.
 func (j *job) aggregateLocked() {
 	sums := make(map[string]VertexMetricsJSON, len(j.vertices))
 	for _, w := range j.workers {
@@ -845,13 +850,6 @@ func (j *job) aggregateLocked() {
 	for i := range j.vertices {
 		if m, ok := sums[j.vertices[i].ID]; ok {
 			j.vertices[i].Metrics = m
-		}
-	}
-	if len(j.workers) > 0 {
-		leader := j.workers[0].status
-		j.attemptChk = int(leader.GetCompletedCheckpoints())
-		if leader.GetLatestCheckpoint() != "" {
-			j.latest = leader.GetLatestCheckpoint()
 		}
 	}
 }
@@ -914,6 +912,48 @@ func (d *dispatcher) taskManagerLost(tmID, why string) {
 			j.events <- jobEvent{kind: "lost", attempt: j.attempt, err: err}
 		}
 	}
+}
+
+// confirmCheckpoint makes a checkpoint of a job's current attempt count:
+// from now on the job restarts from it, and the attempt's sinks may commit
+// what it covers. It refuses every attempt but the current one, and the
+// current one too once its end has been decided (a worker failed, its
+// TaskManager was lost, or it was cancelled): from that moment the restore
+// point is fixed, and whatever the attempt still does must stay
+// uncommitted. This is the fence that keeps a paused or partitioned
+// attempt from committing beside the one that replaced it.
+func (d *dispatcher) confirmCheckpoint(req *rpcpb.ConfirmCheckpointRequest) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j := d.jobs[req.GetJobId()]
+	if j == nil {
+		return status.Errorf(codes.NotFound, "job %s not found", req.GetJobId())
+	}
+	attempt := int(req.GetAttempt())
+	switch {
+	case attempt != j.attempt || !j.live:
+		return status.Errorf(codes.FailedPrecondition, "job %s attempt %d is not the running attempt (the current attempt is %d, %s)",
+			j.id, attempt, j.attempt, j.state)
+	case IsTerminalJobState(j.state):
+		return status.Errorf(codes.FailedPrecondition, "job %s has ended (%s)", j.id, j.state)
+	case j.terminalSent == attempt:
+		return status.Errorf(codes.FailedPrecondition, "job %s attempt %d has failed or is being cancelled; its checkpoint %d does not count",
+			j.id, attempt, req.GetCheckpointId())
+	case req.GetWorkerIndex() != 0 || len(j.workers) == 0 || j.workers[0].tm != req.GetResourceId():
+		return status.Errorf(codes.FailedPrecondition, "only the leader worker of job %s attempt %d confirms checkpoints, not worker %d on taskmanager %s",
+			j.id, attempt, req.GetWorkerIndex(), req.GetResourceId())
+	case req.GetCheckpointId() <= j.confirmedID:
+		return status.Errorf(codes.FailedPrecondition, "job %s attempt %d: checkpoint %d is not newer than checkpoint %d, confirmed before",
+			j.id, attempt, req.GetCheckpointId(), j.confirmedID)
+	}
+	j.confirmedID = req.GetCheckpointId()
+	j.attemptChk++
+	if p := req.GetPath(); p != "" {
+		j.latest = p
+	}
+	d.jm.log.Debug("checkpoint confirmed", "job", j.id, "attempt", attempt, "checkpoint", req.GetCheckpointId(),
+		"savepoint", req.GetSavepoint(), "path", req.GetPath())
+	return nil
 }
 
 // reportWorker records the data address of a worker of a job's current

@@ -470,6 +470,17 @@ func (s *jmService) ReportWorker(ctx context.Context, req *rpcpb.ReportWorkerReq
 	return &rpcpb.ReportWorkerResponse{Complete: complete, DataAddresses: addrs}, nil
 }
 
+func (s *jmService) ConfirmCheckpoint(ctx context.Context, req *rpcpb.ConfirmCheckpointRequest) (*rpcpb.ConfirmCheckpointResponse, error) {
+	if _, regID, ok := s.jm.taskManagerClient(req.GetResourceId()); !ok || regID != req.GetRegistrationId() {
+		return nil, status.Errorf(codes.FailedPrecondition, "taskmanager %s has no registration %s with this jobmanager",
+			req.GetResourceId(), req.GetRegistrationId())
+	}
+	if err := s.jm.dispatcher.confirmCheckpoint(req); err != nil {
+		return nil, err
+	}
+	return &rpcpb.ConfirmCheckpointResponse{}, nil
+}
+
 func (s *jmService) RequestHeartbeat(ctx context.Context, req *rpcpb.RequestHeartbeatRequest) (*rpcpb.RequestHeartbeatResponse, error) {
 	s.jm.mu.Lock()
 	m, ok := s.jm.monitors[req.GetResourceId()]

@@ -285,10 +285,41 @@ func TestJobSpreadOverTaskManagers(t *testing.T) {
 		t.Fatalf("report again: %v, %v; want complete", resp, err)
 	}
 
-	// Metrics add up over the workers; checkpoints are the leader's.
+	// Checkpoints count once the JobManager confirmed them, and only the
+	// leader worker's TaskManager may ask.
+	confirm := func(tm *scriptedTM, attempt, worker int, chk int64, path string) error {
+		_, err := client.ConfirmCheckpoint(ctx, &rpcpb.ConfirmCheckpointRequest{
+			ResourceId: tm.id, RegistrationId: tm.regID, JobId: id, Attempt: int32(attempt), WorkerIndex: int32(worker),
+			CheckpointId: chk, Path: path,
+		})
+		return err
+	}
+	for _, c := range []struct {
+		tm      *scriptedTM
+		worker  int
+		chk     int64
+		path    string
+		refused string
+	}{
+		{a, 0, 1, "/chk/1", ""},
+		{b, 1, 2, "/chk/b", "only the leader worker"},
+		{a, 0, 1, "/chk/1", "not newer"},
+		{a, 0, 2, "/chk/2", ""},
+	} {
+		err := confirm(c.tm, 1, c.worker, c.chk, c.path)
+		if c.refused == "" && err != nil {
+			t.Fatalf("confirm checkpoint %d: %v", c.chk, err)
+		}
+		if c.refused != "" && (status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), c.refused)) {
+			t.Errorf("confirm checkpoint %d by worker %d: err = %v, want FailedPrecondition containing %q", c.chk, c.worker, err, c.refused)
+		}
+	}
+
+	// Metrics add up over the workers. What a worker reports of its
+	// checkpoints does not count: only confirmations do.
 	a.set(id, func(js *rpcpb.JobStatus) {
 		js.Vertices = []*rpcpb.VertexStatus{{Id: "src", RecordsIn: 5, RecordsOut: 5}}
-		js.CompletedCheckpoints, js.LatestCheckpoint = 2, "/chk/2"
+		js.CompletedCheckpoints, js.LatestCheckpoint = 3, "/chk/3-unconfirmed"
 	})
 	b.set(id, func(js *rpcpb.JobStatus) {
 		js.Vertices = []*rpcpb.VertexStatus{{Id: "src", RecordsIn: 7, RecordsOut: 7}, {Id: "snk", RecordsIn: 12}}
@@ -321,6 +352,14 @@ func TestJobSpreadOverTaskManagers(t *testing.T) {
 	if _, err := report(a, a.regID, id, 1, 0, "127.0.0.1:1111"); status.Code(err) != codes.FailedPrecondition ||
 		!strings.Contains(err.Error(), "not the running attempt") {
 		t.Errorf("report for the failed attempt: err = %v, want FailedPrecondition", err)
+	}
+	// The fence: the replaced attempt's leader can no longer complete a
+	// checkpoint, so its sinks never commit beside attempt 2's.
+	if err := confirm(a, 1, 0, 3, "/chk/3"); status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "not the running attempt") {
+		t.Errorf("confirm for the failed attempt: err = %v, want FailedPrecondition", err)
+	}
+	if p := jobDetails(t, jm, id).Checkpoints.Latest; p != "/chk/2" {
+		t.Errorf("latest checkpoint %q after the stale confirmation, want /chk/2", p)
 	}
 
 	// Both workers of attempt 2 run; several heartbeats must not cancel

@@ -54,6 +54,8 @@ type TaskManager struct {
 	conn   *grpc.ClientConn
 	jm     rpcpb.JobManagerClient
 	hw     Hardware
+	// gatewayLn is the loopback listener of the workers' gateway.
+	gatewayLn net.Listener
 
 	workDir       string
 	removeWorkDir bool
@@ -110,13 +112,20 @@ func NewTaskManager(opts TaskManagerOptions) (*TaskManager, error) {
 		ln.Close()
 		return nil, fmt.Errorf("jobmanager address %q: %w", opts.JobManagerAddress, err)
 	}
-	tm := &TaskManager{opts: opts, ln: ln, conn: conn, jm: rpcpb.NewJobManagerClient(conn)}
+	gatewayLn, err := listenGateway()
+	if err != nil {
+		ln.Close()
+		conn.Close()
+		return nil, err
+	}
+	tm := &TaskManager{opts: opts, ln: ln, conn: conn, jm: rpcpb.NewJobManagerClient(conn), gatewayLn: gatewayLn}
 	tm.workers = &workers{tm: tm, attempts: make(map[string]*workerAttempt)}
 	tm.ctx, tm.stop = context.WithCancel(context.Background())
 	if tm.workDir = opts.WorkingDir; tm.workDir == "" {
 		if tm.workDir, err = os.MkdirTemp("", "weir-taskmanager-"); err != nil {
 			ln.Close()
 			conn.Close()
+			gatewayLn.Close()
 			return nil, fmt.Errorf("working directory: %w", err)
 		}
 		tm.removeWorkDir = true
@@ -124,6 +133,7 @@ func NewTaskManager(opts TaskManagerOptions) (*TaskManager, error) {
 	if tm.cache, err = newArtifactStore(filepath.Join(tm.workDir, "artifacts")); err != nil {
 		ln.Close()
 		conn.Close()
+		gatewayLn.Close()
 		return nil, err
 	}
 	tm.addr = net.JoinHostPort(advertisedHost(opts), strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
@@ -174,10 +184,12 @@ func (tm *TaskManager) Run(ctx context.Context) error {
 			tm.log.Error("taskmanager RPC server failed", "error", err)
 		}
 	}()
+	stopGateway := tm.serveGateway()
 	defer func() {
 		// Workers end with their TaskManager; their jobs restart elsewhere.
 		tm.stop()
 		tm.workers.stopAll(workerShutdownGrace)
+		stopGateway()
 		tm.server.Stop()
 		<-served
 		tm.wg.Wait()

@@ -256,6 +256,7 @@ func (w *workers) deploy(a *workerAttempt, req *rpcpb.SubmitJobRequest) {
 		envWorkerToken+"="+a.token,
 		envWorkerFingerprint+"="+req.GetFingerprint(),
 		envWorkerAttempt+"="+strconv.Itoa(a.attempt),
+		envTMGateway+"="+tm.gatewayLn.Addr().String(),
 	)
 	if a.workers > 1 {
 		placement := make([]string, len(a.placement))

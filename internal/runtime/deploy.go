@@ -229,7 +229,7 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 				index:         index,
 				subtask:       ev.SubtaskIndex,
 				parallelism:   v.JobVertex.Parallelism,
-				attempt:       ex.AttemptNumber,
+				attempt:       d.mc.FirstAttempt + ex.AttemptNumber,
 				ctx:           ctx,
 				cfg:           cfg,
 				batch:         batch,
@@ -553,8 +553,15 @@ func (c *coordinator) run(ctx context.Context) error {
 		lastEnd = time.Now()
 		c.abort(id)
 		if allFinished() {
-			c.d.logger.Warn("final checkpoint failed; the job commits at its end instead", "checkpoint", id, "err", cause)
-			release()
+			if c.d.mc.Authority != nil {
+				// Output committed without a confirmed checkpoint could be
+				// replayed by a restart: the final checkpoint is retried
+				// instead, within the tolerated failures.
+				c.d.logger.Warn("final checkpoint failed; retrying it", "checkpoint", id, "err", cause)
+			} else {
+				c.d.logger.Warn("final checkpoint failed; the job commits at its end instead", "checkpoint", id, "err", cause)
+				release()
+			}
 		}
 		if cur != nil && cur.savepoint != nil {
 			return nil // a failed savepoint is the requester's business
@@ -738,6 +745,10 @@ func (c *coordinator) run(ctx context.Context) error {
 					fail(done.savepoint, err)
 					continue
 				}
+				if err := c.confirm(ctx, done.id, path, true); err != nil {
+					fail(done.savepoint, err)
+					return err
+				}
 				if done.savepoint.stop {
 					// The sinks commit what the savepoint covers before the
 					// job ends, so that a job that is not resumed loses
@@ -753,13 +764,17 @@ func (c *coordinator) run(ctx context.Context) error {
 				done.savepoint.reply <- savepointResult{path: path}
 				continue
 			}
-			if err := c.d.storage.store(cp); err != nil {
+			if err := c.d.storage.write(cp); err != nil {
 				c.d.logger.Error("storing checkpoint failed", "checkpoint", done.id, "err", err)
 				if ferr := checkpointFailed(done.id, err); ferr != nil {
 					return ferr
 				}
 				continue
 			}
+			if err := c.confirm(ctx, done.id, cp.Path, false); err != nil {
+				return err
+			}
+			c.d.storage.register(cp)
 			failed = 0
 			c.d.job.mu.Lock()
 			c.d.job.completed++
@@ -772,6 +787,25 @@ func (c *coordinator) run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// confirm asks the commit authority, if any, to record a written
+// checkpoint. Without its confirmation nothing the checkpoint covers may
+// be committed, and since its outcome is not known (the authority may
+// have recorded it before the answer was lost) the attempt ends: its
+// files stay, and the next attempt restores from whatever the authority
+// recorded. No abort goes to the tasks: sinks keep their prepared
+// transactions, which a restore from this checkpoint commits.
+func (c *coordinator) confirm(ctx context.Context, id int64, path string, savepoint bool) error {
+	auth := c.d.mc.Authority
+	if auth == nil {
+		return nil
+	}
+	if err := auth.ConfirmCheckpoint(ctx, id, path, savepoint); err != nil {
+		c.d.logger.Error("checkpoint not confirmed; stopping without committing it", "checkpoint", id, "err", err)
+		return fmt.Errorf("checkpoint %d was not confirmed, so nothing it covers is committed: %w", id, err)
+	}
+	return nil
 }
 
 // abort tells the tasks that a checkpoint will not complete.

@@ -24,6 +24,26 @@ type MiniCluster struct {
 	// Distribution, if set, runs only this worker's share of a job spread
 	// over several processes.
 	Distribution *Distribution
+	// Authority, if set, must confirm every checkpoint and savepoint
+	// before it counts and before any sink commits what it covers: in a
+	// cluster, the JobManager. A failed confirmation ends the attempt.
+	Authority CommitAuthority
+	// FirstAttempt is the attempt number of every subtask's first
+	// execution. A cluster's worker runs the cluster's attempt n of the
+	// job, so that what an attempt names after itself (a sink's
+	// in-progress files) never collides with an earlier attempt that may
+	// still be running somewhere.
+	FirstAttempt int
+}
+
+// CommitAuthority is the one authority that decides which attempt of a
+// job may complete checkpoints, and so commit output.
+type CommitAuthority interface {
+	// ConfirmCheckpoint records a written checkpoint (or savepoint) as the
+	// job's newest. An error means that it does not count and must not be
+	// committed: the attempt is stale (another replaced it), or its
+	// outcome is unknown.
+	ConfirmCheckpoint(ctx context.Context, id int64, path string, savepoint bool) error
 }
 
 // Slot is a task slot of the mini cluster; with slot sharing, one slot

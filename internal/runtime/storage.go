@@ -223,15 +223,32 @@ func (f restoreFiles) Download(ctx context.Context, handle, localPath string) er
 // store records a completed checkpoint, durably first when a directory is
 // configured: a checkpoint only counts once its metadata is written.
 func (s *checkpointStorage) store(c *CompletedCheckpoint) error {
-	if s.root != nil {
-		ctx := context.Background()
-		dir := s.root.join(s.jobID, fmt.Sprintf("chk-%d", c.ID))
-		if err := writeCheckpoint(ctx, dir, c, s.threshold); err != nil {
-			return fmt.Errorf("checkpoint %d: %w", c.ID, err)
-		}
-		c.Path = dir.String()
-		c.root = s.root
+	if err := s.write(c); err != nil {
+		return err
 	}
+	s.register(c)
+	return nil
+}
+
+// write puts a checkpoint's metadata and state files on the storage (a
+// no-op in memory). It does not count yet: a checkpoint written but never
+// registered is left alone, like one that never completed.
+func (s *checkpointStorage) write(c *CompletedCheckpoint) error {
+	if s.root == nil {
+		return nil
+	}
+	dir := s.root.join(s.jobID, fmt.Sprintf("chk-%d", c.ID))
+	if err := writeCheckpoint(context.Background(), dir, c, s.threshold); err != nil {
+		return fmt.Errorf("checkpoint %d: %w", c.ID, err)
+	}
+	c.Path = dir.String()
+	c.root = s.root
+	return nil
+}
+
+// register makes a written checkpoint the latest: it counts its shared
+// files and deletes the checkpoints and files that it subsumes.
+func (s *checkpointStorage) register(c *CompletedCheckpoint) {
 	own := int64(0)
 	for _, t := range c.Tasks {
 		for _, data := range t.Operators {
@@ -302,7 +319,6 @@ func (s *checkpointStorage) store(c *CompletedCheckpoint) error {
 	for _, h := range unreferenced {
 		_ = s.root.delete(ctx, h)
 	}
-	return nil
 }
 
 // discard removes the job's checkpoint directory: the job finished or was

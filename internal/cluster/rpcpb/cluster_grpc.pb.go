@@ -31,6 +31,7 @@ const (
 	JobManager_FetchArtifact_FullMethodName         = "/weir.cluster.v1.JobManager/FetchArtifact"
 	JobManager_ReportWorker_FullMethodName          = "/weir.cluster.v1.JobManager/ReportWorker"
 	JobManager_RequestHeartbeat_FullMethodName      = "/weir.cluster.v1.JobManager/RequestHeartbeat"
+	JobManager_ConfirmCheckpoint_FullMethodName     = "/weir.cluster.v1.JobManager/ConfirmCheckpoint"
 )
 
 // JobManagerClient is the client API for JobManager service.
@@ -65,6 +66,17 @@ type JobManagerClient interface {
 	// calls it, so that the JobManager learns of the end (the job finished,
 	// or an attempt must restart) without waiting up to heartbeat.interval.
 	RequestHeartbeat(ctx context.Context, in *RequestHeartbeatRequest, opts ...grpc.CallOption) (*RequestHeartbeatResponse, error)
+	// ConfirmCheckpoint is how a checkpoint (or savepoint) of a job comes to
+	// count: the leader worker of the attempt asks, through its TaskManager,
+	// once the checkpoint is written and before any sink commits what it
+	// covers. The JobManager records it as the point the job restarts from
+	// and answers OK only while the attempt is the job's current one, has
+	// not been declared failed or lost, and runs its leader on the calling
+	// TaskManager; otherwise FAILED_PRECONDITION (or NOT_FOUND), and the
+	// worker stops without committing. A paused, partitioned or orphaned
+	// attempt can therefore never commit output that a newer attempt will
+	// produce again.
+	ConfirmCheckpoint(ctx context.Context, in *ConfirmCheckpointRequest, opts ...grpc.CallOption) (*ConfirmCheckpointResponse, error)
 }
 
 type jobManagerClient struct {
@@ -134,6 +146,16 @@ func (c *jobManagerClient) RequestHeartbeat(ctx context.Context, in *RequestHear
 	return out, nil
 }
 
+func (c *jobManagerClient) ConfirmCheckpoint(ctx context.Context, in *ConfirmCheckpointRequest, opts ...grpc.CallOption) (*ConfirmCheckpointResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ConfirmCheckpointResponse)
+	err := c.cc.Invoke(ctx, JobManager_ConfirmCheckpoint_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JobManagerServer is the server API for JobManager service.
 // All implementations must embed UnimplementedJobManagerServer
 // for forward compatibility.
@@ -166,6 +188,17 @@ type JobManagerServer interface {
 	// calls it, so that the JobManager learns of the end (the job finished,
 	// or an attempt must restart) without waiting up to heartbeat.interval.
 	RequestHeartbeat(context.Context, *RequestHeartbeatRequest) (*RequestHeartbeatResponse, error)
+	// ConfirmCheckpoint is how a checkpoint (or savepoint) of a job comes to
+	// count: the leader worker of the attempt asks, through its TaskManager,
+	// once the checkpoint is written and before any sink commits what it
+	// covers. The JobManager records it as the point the job restarts from
+	// and answers OK only while the attempt is the job's current one, has
+	// not been declared failed or lost, and runs its leader on the calling
+	// TaskManager; otherwise FAILED_PRECONDITION (or NOT_FOUND), and the
+	// worker stops without committing. A paused, partitioned or orphaned
+	// attempt can therefore never commit output that a newer attempt will
+	// produce again.
+	ConfirmCheckpoint(context.Context, *ConfirmCheckpointRequest) (*ConfirmCheckpointResponse, error)
 	mustEmbedUnimplementedJobManagerServer()
 }
 
@@ -190,6 +223,9 @@ func (UnimplementedJobManagerServer) ReportWorker(context.Context, *ReportWorker
 }
 func (UnimplementedJobManagerServer) RequestHeartbeat(context.Context, *RequestHeartbeatRequest) (*RequestHeartbeatResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RequestHeartbeat not implemented")
+}
+func (UnimplementedJobManagerServer) ConfirmCheckpoint(context.Context, *ConfirmCheckpointRequest) (*ConfirmCheckpointResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ConfirmCheckpoint not implemented")
 }
 func (UnimplementedJobManagerServer) mustEmbedUnimplementedJobManagerServer() {}
 func (UnimplementedJobManagerServer) testEmbeddedByValue()                    {}
@@ -295,6 +331,24 @@ func _JobManager_RequestHeartbeat_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobManager_ConfirmCheckpoint_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ConfirmCheckpointRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobManagerServer).ConfirmCheckpoint(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobManager_ConfirmCheckpoint_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobManagerServer).ConfirmCheckpoint(ctx, req.(*ConfirmCheckpointRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // JobManager_ServiceDesc is the grpc.ServiceDesc for JobManager service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -317,6 +371,10 @@ var JobManager_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RequestHeartbeat",
 			Handler:    _JobManager_RequestHeartbeat_Handler,
+		},
+		{
+			MethodName: "ConfirmCheckpoint",
+			Handler:    _JobManager_ConfirmCheckpoint_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
