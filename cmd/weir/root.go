@@ -63,6 +63,7 @@ inspects such programs.`,
 		newClusterCommand(),
 		newNexmarkCommand(),
 		newPlanCommand(),
+		newVerifyCommand(),
 		newVersionCommand(),
 	)
 	return root
