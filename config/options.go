@@ -155,6 +155,11 @@ var (
 		"How long a job submitted to the cluster, or restarting on it, waits for enough free slots "+
 			"before it fails. A job's -D setting overrides the JobManager's.")
 
+	FaultInjectionSignals = boolOption("execution.fault-injection.signals", false,
+		"For fault-injection tests such as weir verify: a job's worker process that receives SIGUSR1 panics in one "+
+			"of its running tasks, and one that receives SIGUSR2 fails one with an error, as faulty user code would. "+
+			"Off in production: the signals then keep their default action.")
+
 	ClusterEvenlySpreadOutSlots = boolOption("cluster.evenly-spread-out-slots", false,
 		"Spread a job's slots over the TaskManagers even when one TaskManager has all the free slots it needs. "+
 			"By default such a job runs in one TaskManager, where its exchanges stay in memory; a job that no "+
@@ -363,6 +368,7 @@ var catalog = []catalogOption{
 	RPCTimeout,
 	SlotRequestTimeout,
 	ClusterEvenlySpreadOutSlots,
+	FaultInjectionSignals,
 	ProcessWorkingDir,
 	SecurityToken,
 	SSLEnabled,

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/internal/graph"
 	"github.com/weirproject/weir/internal/network"
 	"github.com/weirproject/weir/internal/runtime"
@@ -184,6 +186,10 @@ type worker struct {
 	// net is the data plane of a worker of a distributed job.
 	net *network.Manager
 
+	// faultSignals: SIGUSR1 and SIGUSR2 inject failures into the job's
+	// tasks (execution.fault-injection.signals).
+	faultSignals bool
+
 	mu       sync.Mutex
 	canceled bool // by SIGTERM
 }
@@ -230,6 +236,7 @@ func (w *worker) prepare(ctx context.Context, env *Environment) error {
 			req:   workerConfirmRequest{JobID: w.jobID, Attempt: attempt},
 		}
 	}
+	w.faultSignals = config.FaultInjectionSignals.Get(env.cfg)
 	if os.Getenv(WorkerIndexEnv) == "" {
 		return nil
 	}
@@ -349,16 +356,28 @@ func (w *worker) start(jc *JobClient) {
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM)
+	if w.faultSignals {
+		signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGUSR2)
+	}
 	quit := make(chan struct{})
 	w.stopSig = func() { signal.Stop(sigs); close(quit) }
 	go func() {
-		select {
-		case <-sigs:
-			w.mu.Lock()
-			w.canceled = true
-			w.mu.Unlock()
-			jc.Cancel()
-		case <-quit:
+		for {
+			select {
+			case sig := <-sigs:
+				if sig != syscall.SIGTERM {
+					task := jc.job.InjectFailure(sig == syscall.SIGUSR1, rand.IntN)
+					fmt.Fprintf(os.Stderr, "weir worker: %v: injected a failure into %q\n", sig, task)
+					continue
+				}
+				w.mu.Lock()
+				w.canceled = true
+				w.mu.Unlock()
+				jc.Cancel()
+				return
+			case <-quit:
+				return
+			}
 		}
 	}()
 	go w.report()

@@ -24,19 +24,29 @@ func newVerifyCommand() *cobra.Command {
 --taskmanagers TaskManagers on 127.0.0.1), inject faults at random while it
 runs, and compare what it committed with what a failure-free run of the
 same program commits. Rounds repeat until --duration has passed or
---max-faults were injected; at least one round runs.
+--max-faults were injected (or --rounds ran); at least one round runs.
 
 The program's arguments must contain {output}, replaced in each run by the
 directory its sink commits to (part files, read as lines), and may contain
 {checkpoints}, replaced by a fresh checkpoint directory. Give the program
 a restart strategy that outlasts the faults (-D restart-strategy.type=...).
 
-Faults (--faults, comma-separated): kill-taskmanager (SIGKILL, then a
-replacement starts), kill-worker (SIGKILL of one worker process),
-stop-taskmanager (SIGSTOP for --stop-for, longer than the heartbeat
-timeout, then SIGCONT: its workers go on running while the job restarts
-elsewhere and must commit nothing). kill-jobmanager is refused until weir
-has high availability, and the report says so.
+Faults (--faults, comma-separated):
+  kill-taskmanager  SIGKILL of a TaskManager, then a replacement starts
+  kill-worker       SIGKILL of one worker process of the job
+  stop-taskmanager  SIGSTOP of a TaskManager for --stop-for, longer than
+                    the heartbeat timeout, then SIGCONT: its workers go on
+                    running while the job restarts elsewhere, and must
+                    commit nothing
+  panic-task        a task panics, as faulty user code would (SIGUSR1 to a
+                    worker; the job runs with execution.fault-injection.signals)
+  error-task        a task fails with an error (SIGUSR2)
+  cut-connections   the TCP connections to a worker's data plane or the
+                    JobManager's RPC port are reset (ss -K)
+  fill-storage      the checkpoint storage (a tmpfs of --storage-size that
+                    the harness mounts; needs root) is full for --fill-for
+kill-jobmanager (until weir has high availability) and clock-jump are
+named but not injected, and the report says why.
 
 It prints a summary and writes a JSON report (faults by kind, restarts,
 recovery times, checkpoints, lines lost and duplicated). A run that loses
@@ -107,10 +117,14 @@ and keeps the round's output and the cluster's logs as evidence.`,
 	f.IntVar(&o.Slots, "slots", 2, "slots of each TaskManager")
 	f.StringVar(&faults, "faults", strings.Join(verify.Kinds, ","), "fault kinds to inject, comma-separated")
 	f.DurationVar(&o.Duration, "duration", 0, "start rounds until this much time has passed (0: one round)")
+	f.IntVar(&o.Rounds, "rounds", 0, "run exactly this many rounds (overrides --duration and --max-faults)")
 	f.IntVar(&o.MaxFaults, "max-faults", 0, "stop after the round in which this many faults were injected (0: no limit)")
 	f.DurationVar(&o.MinInterval, "min-interval", 3*time.Second, "shortest pause before a fault")
 	f.DurationVar(&o.MaxInterval, "max-interval", 5*time.Second, "longest pause before a fault")
 	f.DurationVar(&o.StopFor, "stop-for", 8*time.Second, "how long stop-taskmanager keeps a TaskManager stopped")
+	f.DurationVar(&o.FillFor, "fill-for", 3*time.Second, "how long fill-storage keeps the checkpoint storage full")
+	f.Int64Var(&o.StorageSize, "storage-size", 512<<20, "bytes of the tmpfs that holds the checkpoints (for fill-storage)")
+	f.BoolVar(&o.Spread, "spread", false, "spread jobs over as many TaskManagers as they can (cluster.evenly-spread-out-slots)")
 	f.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", time.Second, "heartbeat.interval of the cluster")
 	f.DurationVar(&o.HeartbeatTimeout, "heartbeat-timeout", 5*time.Second, "heartbeat.timeout of the cluster")
 	f.DurationVar(&o.RoundTimeout, "round-timeout", 10*time.Minute, "longest a round's job may run")

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/internal/graph"
@@ -142,6 +143,40 @@ func (j *Job) Done() <-chan struct{} { return j.done }
 
 // Cancel stops the job; Wait returns context.Canceled.
 func (j *Job) Cancel() { j.cancel() }
+
+// InjectFailure makes one running task of this process, chosen by pick
+// among the n that run, fail as faulty user code would: with a panic, or
+// with an error. It returns the task's name, or "" when none runs. For
+// fault-injection tests (execution.fault-injection.signals).
+func (j *Job) InjectFailure(withPanic bool, pick func(n int) int) string {
+	j.mu.Lock()
+	var running []*Task
+	for _, t := range j.tasks {
+		if t != nil && !isDone(t) {
+			running = append(running, t)
+		}
+	}
+	j.mu.Unlock()
+	if len(running) == 0 {
+		return ""
+	}
+	t := running[pick(len(running))]
+	fault := func() {
+		if withPanic {
+			panic(fmt.Sprintf("fault injected into %s: panic", t.Name()))
+		}
+		panic(userFailure{fmt.Errorf("fault injected into %s: error", t.Name())})
+	}
+	go func() {
+		// Ends when the task takes the fault, or ends, or after a while.
+		select {
+		case t.mailbox <- fault:
+		case <-t.done:
+		case <-time.After(10 * time.Second):
+		}
+	}()
+	return t.Name()
+}
 
 // TaskMetrics is a snapshot of one subtask's counters.
 type TaskMetrics struct {

@@ -14,7 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,19 +43,35 @@ const (
 	// timeout and then SIGCONTs it: its workers go on running while the
 	// JobManager restarts the job elsewhere, and must not commit.
 	StopTaskManager = "stop-taskmanager"
+	// PanicTask and ErrorTask make a task of a worker fail as faulty user
+	// code would, with a panic or an error (SIGUSR1 and SIGUSR2 to a
+	// worker; the job runs with execution.fault-injection.signals).
+	PanicTask = "panic-task"
+	ErrorTask = "error-task"
+	// CutConnections cuts the established TCP connections to one port of
+	// the cluster (a worker's data plane, the JobManager's or a
+	// TaskManager's RPC server) with ss -K.
+	CutConnections = "cut-connections"
+	// FillStorage fills the file system of the checkpoint directory (a
+	// tmpfs the harness mounts) for a few seconds: checkpoints fail with
+	// "no space left on device".
+	FillStorage = "fill-storage"
 	// KillJobManager SIGKILLs the JobManager. Without high availability a
 	// JobManager's jobs die with it, so this kind is refused for now.
 	KillJobManager = "kill-jobmanager"
+	// ClockJump moves a process's processing-time clock.
+	ClockJump = "clock-jump"
 )
 
 // Kinds are the fault kinds a run can inject.
-var Kinds = []string{KillTaskManager, KillWorker, StopTaskManager}
+var Kinds = []string{KillTaskManager, KillWorker, StopTaskManager, PanicTask, ErrorTask, CutConnections, FillStorage}
 
 // unsupported are the kinds named in the issue that this harness cannot
 // inject yet, with the reason, so that a report says so rather than
 // silently leaving them out.
 var unsupported = map[string]string{
 	KillJobManager: "no high availability yet: a JobManager's jobs end with it",
+	ClockJump:      "weir's processes read the system clock, which a test must not move; no per-process clock offset exists yet",
 }
 
 // Options configure a verification run.
@@ -72,6 +90,9 @@ type Options struct {
 	// runs.
 	Duration  time.Duration
 	MaxFaults int
+	// Rounds, when positive, is the number of rounds to run, whatever
+	// Duration says.
+	Rounds int
 	// MinInterval and MaxInterval bound the pause before each fault.
 	MinInterval, MaxInterval time.Duration
 	// StopFor is how long a stopped TaskManager stays stopped; it must
@@ -80,9 +101,18 @@ type Options struct {
 	HeartbeatInterval, HeartbeatTimeout time.Duration
 	// RoundTimeout bounds one run of the job.
 	RoundTimeout time.Duration
-	Dir          string // where rounds, logs and evidence go
-	Seed         uint64
-	Log          io.Writer
+	// Spread places every job over as many TaskManagers as it can
+	// (cluster.evenly-spread-out-slots), so that its workers exchange
+	// data over TCP and coordinate over control links.
+	Spread bool
+	// StorageSize is the size of the tmpfs that holds the checkpoints
+	// for fill-storage.
+	StorageSize int64
+	// FillFor is how long fill-storage keeps the storage full.
+	FillFor time.Duration
+	Dir     string // where rounds, logs and evidence go
+	Seed    uint64
+	Log     io.Writer
 }
 
 // Report is what a run found; it is printed and written as JSON.
@@ -151,6 +181,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer c.stop()
+	maps.Copy(rep.NotInjected, c.unavailable)
+	for k, why := range c.unavailable {
+		o.logf("%s cannot be injected here: %s", k, why)
+	}
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
 	var recoveries []time.Duration
 	total := 0
@@ -168,6 +202,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		recoveries = append(recoveries, r.recoveries...)
 		o.logf("round %d: %s, faults %v, restarts %d, checkpoints %d, %d lines committed, %d lost, %d duplicated %s",
 			n, r.State, r.Faults, r.Restarts, r.Checkpoints, r.Committed, r.Lost, r.Duplicated, r.Error)
+		if o.Rounds > 0 {
+			if n >= o.Rounds || ctx.Err() != nil {
+				break
+			}
+			continue
+		}
 		if ctx.Err() != nil || time.Since(started) >= o.Duration || (o.MaxFaults > 0 && total >= o.MaxFaults) {
 			break
 		}
@@ -220,9 +260,10 @@ func (o *Options) logf(format string, args ...any) {
 	fmt.Fprintf(o.Log, "%s verify: %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
 }
 
-// args returns the program's arguments for a run into dir.
-func (o *Options) args(dir string) []string {
-	r := strings.NewReplacer("{output}", filepath.Join(dir, "output"), "{checkpoints}", filepath.Join(dir, "checkpoints"))
+// args returns the program's arguments for a run into dir, with its
+// checkpoints in chkDir.
+func (o *Options) args(dir, chkDir string) []string {
+	r := strings.NewReplacer("{output}", filepath.Join(dir, "output"), "{checkpoints}", chkDir)
 	out := make([]string, len(o.Args))
 	for i, a := range o.Args {
 		out[i] = r.Replace(a)
@@ -239,7 +280,7 @@ func (o *Options) reference(ctx context.Context) ([]string, error) {
 	for _, d := range o.Defines {
 		args = append(args, "-D", d)
 	}
-	args = append(args, o.args(dir)...)
+	args = append(args, o.args(dir, filepath.Join(dir, "checkpoints"))...)
 	cmd := exec.CommandContext(ctx, o.Program, args...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("verify: the failure-free reference run failed: %v\n%s", err, tail(out, 2000))
@@ -322,6 +363,9 @@ func (o *Options) round(ctx context.Context, c *localCluster, rng *rand.Rand, n 
 		if _, no := unsupported[kind]; no {
 			continue
 		}
+		if _, no := c.unavailable[kind]; no {
+			continue
+		}
 		attempt := d.Attempt
 		at := time.Now()
 		what, err := c.inject(ctx, *o, rng, kind, d)
@@ -370,8 +414,15 @@ func (o *Options) round(ctx context.Context, c *localCluster, rng *rand.Rand, n 
 	if r.Lost > 0 || r.Duplicated > 0 || r.State != cluster.JobFinished {
 		r.Evidence = dir
 		c.saveLogs(dir)
+		if c.storage != "" {
+			// Out of the tmpfs, which the end of the run unmounts.
+			exec.Command("cp", "-a", c.checkpointDir(dir), filepath.Join(dir, "checkpoints")).Run()
+		}
 	} else {
 		os.RemoveAll(dir)
+	}
+	if c.storage != "" {
+		os.RemoveAll(c.checkpointDir(dir))
 	}
 	return r
 }
@@ -404,9 +455,23 @@ type localCluster struct {
 	quit chan struct{}
 	wg   sync.WaitGroup
 
+	// storage is the tmpfs mounted for the checkpoints, "" when none;
+	// unavailable names the fault kinds this machine cannot inject, with
+	// the reason.
+	storage     string
+	unavailable map[string]string
+
 	mu  sync.Mutex
 	tms []*taskManager
 	seq int
+}
+
+// checkpointDir is where the round in dir keeps its checkpoints.
+func (c *localCluster) checkpointDir(dir string) string {
+	if c.storage != "" {
+		return filepath.Join(c.storage, filepath.Base(dir))
+	}
+	return filepath.Join(dir, "checkpoints")
 }
 
 type taskManager struct {
@@ -426,9 +491,28 @@ func startCluster(ctx context.Context, o Options) (*localCluster, error) {
 	if err := os.MkdirAll(c.dir, 0o755); err != nil {
 		return nil, err
 	}
+	c.unavailable = map[string]string{}
+	if slices.Contains(o.Faults, FillStorage) {
+		dir := filepath.Join(o.Dir, "storage")
+		os.MkdirAll(dir, 0o755)
+		out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", o.StorageSize), "tmpfs", dir).CombinedOutput()
+		if err != nil {
+			c.unavailable[FillStorage] = fmt.Sprintf("cannot mount a tmpfs for the checkpoints: %v: %s", err, strings.TrimSpace(string(out)))
+		} else {
+			c.storage = dir
+		}
+	}
+	if slices.Contains(o.Faults, CutConnections) {
+		if _, err := exec.LookPath("ss"); err != nil {
+			c.unavailable[CutConnections] = "no ss command (iproute2) to cut connections with"
+		}
+	}
 	args := []string{"jobmanager", "--rpc-port", "0", "--rest-port", "0"}
 	for _, d := range c.defines {
 		args = append(args, "-D", d)
+	}
+	if o.Spread {
+		args = append(args, "-D", "cluster.evenly-spread-out-slots=true")
 	}
 	logFile, err := os.Create(filepath.Join(c.dir, "jobmanager.log"))
 	if err != nil {
@@ -562,6 +646,9 @@ func (c *localCluster) stop() {
 	if c.rest != nil {
 		c.rest.Close()
 	}
+	if c.storage != "" {
+		exec.Command("umount", c.storage).Run()
+	}
 }
 
 // submit starts the job with weir run -d and returns its ID.
@@ -570,7 +657,8 @@ func (c *localCluster) submit(ctx context.Context, o Options, dir string) (strin
 	for _, d := range o.Defines {
 		args = append(args, "-D", d)
 	}
-	args = append(append(args, o.Program), o.args(dir)...)
+	args = append(args, "-D", "execution.fault-injection.signals=true")
+	args = append(append(args, o.Program), o.args(dir, c.checkpointDir(dir))...)
 	out, err := exec.CommandContext(ctx, c.weir, args...).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("weir run: %v\n%s", err, tail(out, 2000))
@@ -624,6 +712,72 @@ func (c *localCluster) inject(ctx context.Context, o Options, rng *rand.Rand, ki
 			return "", err
 		}
 		return "pid " + strconv.Itoa(pid), nil
+	case PanicTask, ErrorTask:
+		pids := workerPIDs(d.ID, d.Attempt)
+		if len(pids) == 0 {
+			return "", fmt.Errorf("no worker process of attempt %d found", d.Attempt)
+		}
+		pid := pids[rng.IntN(len(pids))]
+		sig := syscall.SIGUSR1
+		if kind == ErrorTask {
+			sig = syscall.SIGUSR2
+		}
+		if err := syscall.Kill(pid, sig); err != nil {
+			return "", err
+		}
+		return "worker pid " + strconv.Itoa(pid), nil
+	case CutConnections:
+		targets := map[string]string{}
+		if _, port, err := net.SplitHostPort(c.rpc); err == nil {
+			targets[port] = "the jobmanager's RPC"
+		}
+		for _, w := range d.Workers {
+			if _, port, err := net.SplitHostPort(w.DataAddress); err == nil {
+				targets[port] = fmt.Sprintf("worker %d's data plane", w.Index)
+			}
+		}
+		ports := slices.Sorted(maps.Keys(targets))
+		if len(ports) == 0 {
+			return "", errors.New("no port to cut")
+		}
+		port := ports[rng.IntN(len(ports))]
+		// Both ends are on this machine: the sockets that dialed the port
+		// and those that accepted on it.
+		out, err := exec.Command("ss", "-K", "-t", "-n", "( dport = :"+port+" or sport = :"+port+" )").CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("ss -K: %v: %s", err, strings.TrimSpace(string(out)))
+		}
+		return fmt.Sprintf("%d sockets of %s (port %s)", max(strings.Count(string(out), "\n")-1, 0), targets[port], port), nil
+	case FillStorage:
+		if c.storage == "" {
+			return "", errors.New(c.unavailable[FillStorage])
+		}
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(c.storage, &st); err != nil {
+			return "", err
+		}
+		free := int64(st.Bavail) * int64(st.Bsize)
+		filler := filepath.Join(c.storage, "filler")
+		f, err := os.Create(filler)
+		if err != nil {
+			return "", err
+		}
+		err = syscall.Fallocate(int(f.Fd()), 0, 0, free)
+		f.Close()
+		if err != nil {
+			os.Remove(filler)
+			return "", fmt.Errorf("fallocate: %w", err)
+		}
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			select {
+			case <-time.After(o.FillFor):
+			case <-c.quit:
+			}
+			os.Remove(filler)
+		}()
+		return fmt.Sprintf("%d MiB for %v", free>>20, o.FillFor), nil
 	}
 	return "", fmt.Errorf("unknown fault kind %q", kind)
 }
