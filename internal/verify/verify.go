@@ -218,11 +218,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.RecoveryMaxMs = recoveries[len(recoveries)-1].Milliseconds()
 	}
 	rep.Elapsed = time.Since(started).Round(time.Second).String()
-	rep.OK = rep.Lost == 0 && rep.Duplicated == 0
-	for _, r := range rep.Rounds {
-		rep.OK = rep.OK && r.State == cluster.JobFinished
-	}
+	rep.OK = rep.judge()
 	return rep, ctx.Err()
+}
+
+// judge says whether a run proved exactly-once: every round's job
+// finished, and no line was lost or duplicated.
+func (r *Report) judge() bool {
+	ok := r.Lost == 0 && r.Duplicated == 0
+	for _, rd := range r.Rounds {
+		ok = ok && rd.State == cluster.JobFinished
+	}
+	return ok
 }
 
 func (o *Options) check() error {
