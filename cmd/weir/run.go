@@ -116,11 +116,24 @@ func (o *runOptions) run(cmd *cobra.Command, prog string, args []string) error {
 	}
 	defer cleanup()
 
+	// Without -p, a job runs at the cluster's default parallelism (the
+	// JobManager's parallelism.default), not at the client's CPU count;
+	// the job's own -D and ARGS still override it, since they come later.
+	options := o.flags.defines
+	if o.parallelism == 0 {
+		cfg, err := client.JobManagerConfig(ctx)
+		if err != nil {
+			return fmt.Errorf("reading the cluster's default parallelism: %w", err)
+		}
+		if p := cfg[config.Parallelism.Key]; p != "" {
+			options = append([]string{config.Parallelism.Key + "=" + p}, options...)
+		}
+	}
 	planArgs := []string{"--plan=json"}
 	if o.parallelism > 0 {
 		planArgs = append(planArgs, "-p", strconv.Itoa(o.parallelism))
 	}
-	for _, d := range o.flags.defines {
+	for _, d := range options {
 		planArgs = append(planArgs, "-D", d)
 	}
 	var planOut, planErr bytes.Buffer
@@ -145,7 +158,7 @@ func (o *runOptions) run(cmd *cobra.Command, prog string, args []string) error {
 		Parallelism:           o.parallelism,
 		SavepointPath:         absLocal(o.savepoint),
 		AllowNonRestoredState: o.allowNonRestored,
-		Options:               o.flags.defines,
+		Options:               options,
 		Plan:                  planOut.Bytes(),
 	}
 	id, err := client.SubmitJob(ctx, sub)
@@ -153,10 +166,29 @@ func (o *runOptions) run(cmd *cobra.Command, prog string, args []string) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "Job has been submitted with JobID %s (%q, %d slots)\n", id, plan.JobName, plan.SlotsNeeded())
+	warnFewSlots(ctx, client, plan.SlotsNeeded(), stderr)
 	if o.detached {
 		return nil
 	}
 	return followJob(ctx, client, id, o.poll, stdout, stderr)
+}
+
+// warnFewSlots says at once when the whole cluster has fewer slots than
+// the job needs: the job waits up to slot.request.timeout for
+// TaskManagers to join, which is not what a user who forgot -p wants to
+// find out five minutes later.
+func warnFewSlots(ctx context.Context, client *cluster.RESTClient, needed int, w io.Writer) {
+	ov, err := client.Overview(ctx)
+	if err != nil || ov.SlotsTotal >= needed {
+		return
+	}
+	wait := "slot.request.timeout"
+	if cfg, err := client.JobManagerConfig(ctx); err == nil && cfg[config.SlotRequestTimeout.Key] != "" {
+		wait += " (" + cfg[config.SlotRequestTimeout.Key] + ")"
+	}
+	fmt.Fprintf(w, "weir run: the job needs %d slots, but the cluster has %d (%d TaskManagers); it waits up to %s for more. "+
+		"Give a lower -p, start more TaskManagers (weir taskmanager), or give them more slots (--slots).\n",
+		needed, ov.SlotsTotal, ov.TaskManagers, wait)
 }
 
 // followJob prints a job's progress until it ends.

@@ -58,6 +58,20 @@ func (c *RESTClient) TaskManagers(ctx context.Context) ([]TaskManagerJSON, error
 	return t.TaskManagers, c.get(ctx, "/taskmanagers", &t)
 }
 
+// JobManagerConfig returns the JobManager's settings that clients act
+// on (GET /jobmanager/config) by key.
+func (c *RESTClient) JobManagerConfig(ctx context.Context) (map[string]string, error) {
+	var entries []ConfigEntryJSON
+	if err := c.get(ctx, "/jobmanager/config", &entries); err != nil {
+		return nil, err
+	}
+	m := make(map[string]string, len(entries))
+	for _, e := range entries {
+		m[e.Key] = e.Value
+	}
+	return m, nil
+}
+
 // Close releases idle connections.
 func (c *RESTClient) Close() { c.http.CloseIdleConnections() }
 

@@ -39,6 +39,11 @@ type JobManagerOptions struct {
 	// TaskManagers, even one that a single TaskManager could hold, unless
 	// the job sets cluster.evenly-spread-out-slots itself.
 	EvenlySpreadOutSlots bool
+	// DefaultParallelism is the parallelism of a submitted job that sets
+	// none (weir run without -p): parallelism.default of the JobManager,
+	// 1 when that is 0, as in Flink (a client's CPU count says nothing
+	// about the cluster).
+	DefaultParallelism int
 	// WorkingDir keeps the uploaded artifacts; "" = a temporary directory
 	// removed by Close.
 	WorkingDir string

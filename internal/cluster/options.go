@@ -33,6 +33,7 @@ func JobManagerOptionsFrom(cfg *config.Configuration) JobManagerOptions {
 
 		SlotRequestTimeout:   config.SlotRequestTimeout.Get(cfg),
 		EvenlySpreadOutSlots: config.ClusterEvenlySpreadOutSlots.Get(cfg),
+		DefaultParallelism:   max(1, config.Parallelism.Get(cfg)),
 		WorkingDir:           config.ProcessWorkingDir.Get(cfg),
 	}
 }

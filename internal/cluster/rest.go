@@ -8,10 +8,13 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/weirproject/weir/config"
 )
 
 // The REST API's JSON follows Flink's where Flink has the same thing, so
@@ -86,6 +89,7 @@ func (jm *JobManager) restHandler() http.Handler {
 		return map[string]http.HandlerFunc{http.MethodGet: h}
 	}
 	route("/overview", get(jm.handleOverview))
+	route("/jobmanager/config", get(jm.handleConfig))
 	route("/taskmanagers", get(jm.handleTaskManagers))
 	route("/taskmanagers/{id}", get(jm.handleTaskManager))
 	route("/artifacts", map[string]http.HandlerFunc{http.MethodPost: jm.handleUpload})
@@ -111,6 +115,28 @@ func (jm *JobManager) overview() Overview {
 
 func (jm *JobManager) handleOverview(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, jm.overview())
+}
+
+// ConfigEntryJSON is one entry of GET /jobmanager/config, Flink's shape: a
+// list of {"key", "value"}.
+type ConfigEntryJSON struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// handleConfig lists the JobManager's settings that clients act on; no
+// secret (security.token, key files) is among them.
+func (jm *JobManager) handleConfig(w http.ResponseWriter, r *http.Request) {
+	o := jm.opts
+	o.DefaultParallelism = max(1, o.DefaultParallelism)
+	writeJSON(w, http.StatusOK, []ConfigEntryJSON{
+		{config.Parallelism.Key, strconv.Itoa(o.DefaultParallelism)},
+		{config.HeartbeatInterval.Key, o.HeartbeatInterval.String()},
+		{config.HeartbeatTimeout.Key, o.HeartbeatTimeout.String()},
+		{config.RPCTimeout.Key, o.RPCTimeout.String()},
+		{config.SlotRequestTimeout.Key, o.SlotRequestTimeout.String()},
+		{config.ClusterEvenlySpreadOutSlots.Key, strconv.FormatBool(o.EvenlySpreadOutSlots)},
+	})
 }
 
 func taskManagerJSON(tm TaskManagerInfo) TaskManagerJSON {
