@@ -97,8 +97,11 @@ var (
 		"Buffers shared by all channels of an input gate and lent to channels whose exclusive credits "+
 			"are used up, which absorbs skew between channels.")
 
-	NetworkBufferSize = memoryOption("taskmanager.network.memory.buffer-size", 32<<10, 1,
-		"Size of a network frame of the TCP exchange.")
+	NetworkBufferSize = memoryOption("taskmanager.network.memory.buffer-size", 32<<10, 4<<10,
+		"Size of a buffer of the TCP exchange between the workers of a job spread over several TaskManagers: the "+
+			"largest frame a producer sends, and the memory of each credit a consumer grants. The exchange inside "+
+			"a process counts records instead (taskmanager.network.buffer-records). A single record must encode "+
+			"within one buffer.")
 )
 
 // Cluster options: the JobManager and TaskManager processes and their

@@ -260,7 +260,8 @@ func (w *worker) prepare(ctx context.Context, env *Environment) error {
 	if err != nil {
 		return err
 	}
-	nm, err := network.Listen(network.Config{ListenAddr: net.JoinHostPort(host, "0"), Token: os.Getenv(WorkerDataTokenEnv), TLS: tlsCfg, Logger: env.logger})
+	nm, err := network.Listen(network.Config{ListenAddr: net.JoinHostPort(host, "0"), Token: os.Getenv(WorkerDataTokenEnv), TLS: tlsCfg, Logger: env.logger,
+		BufferSize: int(config.NetworkBufferSize.Get(env.cfg))})
 	if err != nil {
 		return fmt.Errorf("stream: worker mode: data plane: %w", err)
 	}

@@ -169,6 +169,11 @@ func Listen(cfg Config) (*Manager, error) {
 // Addr returns the address peers dial to reach this process.
 func (m *Manager) Addr() string { return m.addr }
 
+// BufferSize is the size of this data plane's buffers, and so the largest
+// frame a producer may send (taskmanager.network.memory.buffer-size; the
+// workers of a job share their configuration).
+func (m *Manager) BufferSize() int { return m.cfg.BufferSize }
+
 // NumConnections returns the number of live connections to other
 // processes.
 func (m *Manager) NumConnections() int {

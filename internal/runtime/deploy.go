@@ -279,7 +279,7 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 								if err != nil {
 									return nil, err
 								}
-								chans[k] = types.NewRemoteChannel(s, network.DefaultBufferSize)
+								chans[k] = types.NewRemoteChannel(s, dist.Net.BufferSize())
 								continue
 							}
 							g := gates[gateKey{r.Consumer.JobVertex.ID, c, e.Input}]
@@ -444,6 +444,11 @@ func (d *deployer) runAttempt(ctx context.Context, a *attempt) error {
 	} else {
 		for _, l := range a.links {
 			group.Go(func() error { return d.readWorker(gctx, a, l) })
+		}
+		// The coordinator keeps one checkpoint in flight, which is all that
+		// execution.checkpointing.max-concurrent-checkpoints accepts.
+		if n := config.CheckpointMaxConcurrent.Get(d.cfg); n != 1 {
+			return fmt.Errorf("runtime: %s = %d: only 1 checkpoint in flight is supported", config.CheckpointMaxConcurrent.Key, n)
 		}
 		c := &coordinator{d: d, a: a, interval: config.CheckpointInterval.Get(d.cfg), timeout: config.CheckpointTimeout.Get(d.cfg),
 			minPause: config.CheckpointMinPause.Get(d.cfg), tolerable: config.TolerableCheckpointFailures.Get(d.cfg)}

@@ -89,6 +89,8 @@ type controlLink struct {
 	out  *network.Sender
 	gate *network.Gate
 	ctx  context.Context
+	// frame is the largest frame the data plane carries.
+	frame int
 
 	wmu sync.Mutex
 	enc *gob.Encoder
@@ -115,7 +117,7 @@ func newControlLink(ctx context.Context, dist *Distribution, peer int) (*control
 		out.Close()
 		return nil, err
 	}
-	l := &controlLink{peer: peer, addr: dist.Peers[peer], in: controlChannel(dist.Key, peer, dist.Self), out: out, gate: gate, ctx: ctx,
+	l := &controlLink{peer: peer, addr: dist.Peers[peer], in: controlChannel(dist.Key, peer, dist.Self), out: out, gate: gate, ctx: ctx, frame: dist.Net.BufferSize(),
 		handled: make(map[[2]int64]chan<- struct{}), prepared: make(chan int64, 1)}
 	l.enc = gob.NewEncoder(frameWriter{l})
 	l.dec = gob.NewDecoder(&frameReader{gate: gate, ctx: ctx})
@@ -186,7 +188,7 @@ type frameWriter struct{ l *controlLink }
 func (w frameWriter) Write(p []byte) (int, error) {
 	n := 0
 	for len(p) > 0 {
-		chunk := p[:min(len(p), network.DefaultBufferSize)]
+		chunk := p[:min(len(p), w.l.frame)]
 		if err := w.l.out.Send(w.l.ctx, chunk); err != nil {
 			return n, err
 		}
