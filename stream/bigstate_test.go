@@ -25,17 +25,31 @@ type bigStateReport struct {
 	Records, Checked int64
 	MaxStoreBytes    int64
 	MaxHeapBytes     uint64
-	Checkpoints      int
+	// PeakRSSBytes is the process's peak resident set (VmHWM in
+	// /proc/self/status), which also counts the pages of the test binary
+	// itself; MaxAnonBytes the peak of its anonymous resident memory
+	// (RssAnon, sampled): Go heap, runtime, stacks and whatever Pebble
+	// allocates outside the Go heap — the memory the state costs.
+	PeakRSSBytes int64
+	MaxAnonBytes int64
+	Checkpoints  int
 	Err              string
 }
 
 const bigStateLimit = 32 << 20 // the child's GOMEMLIMIT
 
+// bigStateAnonLimit bounds the child's anonymous resident memory; the
+// state grows to several times more.
+const bigStateAnonLimit = 56 << 20
+
 // TestStateLargerThanMemory runs a keyed job on the pebble backend whose
 // state grows to more than 4 times the Go memory limit given to the
 // process (GOMEMLIMIT), with incremental checkpoints, in a child process
-// so that the limit is the whole process's. Every record checks the value
-// its key held before, so lost or stale state fails the job.
+// so that the limit is the whole process's. The process's anonymous
+// resident memory, read from /proc (Go heap, runtime and Pebble's own
+// allocations), must stay below bigStateAnonLimit while the state grows
+// to at least 2.5 times that. Every record checks the value its key held
+// before, so lost or stale state fails the job.
 func TestStateLargerThanMemory(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("writes ~190 MB of state; too slow under -short and -race")
@@ -62,13 +76,24 @@ func TestStateLargerThanMemory(t *testing.T) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("records %d, checked %d, state store peak %d MiB, live heap peak %d MiB (GOMEMLIMIT %d MiB), %d checkpoints",
-		r.Records, r.Checked, r.MaxStoreBytes>>20, r.MaxHeapBytes>>20, bigStateLimit>>20, r.Checkpoints)
+	t.Logf("records %d, checked %d, state store peak %d MiB, live heap peak %d MiB (GOMEMLIMIT %d MiB), "+
+		"anonymous resident memory peak %d MiB (limit %d MiB), peak RSS with the binary's pages %d MiB, %d checkpoints",
+		r.Records, r.Checked, r.MaxStoreBytes>>20, r.MaxHeapBytes>>20, bigStateLimit>>20,
+		r.MaxAnonBytes>>20, bigStateAnonLimit>>20, r.PeakRSSBytes>>20, r.Checkpoints)
 	if r.Err != "" {
 		t.Fatalf("the job failed: %s", r.Err)
 	}
 	if r.MaxStoreBytes < 4*bigStateLimit {
 		t.Fatalf("state reached %d MiB, less than 4 x the %d MiB memory limit: the test proves nothing", r.MaxStoreBytes>>20, bigStateLimit>>20)
+	}
+	if r.MaxAnonBytes <= 0 {
+		t.Fatal("no RssAnon in /proc/self/status: the memory bound cannot be checked")
+	}
+	if r.MaxAnonBytes > bigStateAnonLimit {
+		t.Errorf("anonymous resident memory reached %d MiB, more than the %d MiB the state may cost", r.MaxAnonBytes>>20, bigStateAnonLimit>>20)
+	}
+	if 2*r.MaxStoreBytes < 5*bigStateAnonLimit {
+		t.Errorf("state reached %d MiB, less than 2.5 x the %d MiB resident limit: the test proves nothing", r.MaxStoreBytes>>20, bigStateAnonLimit>>20)
 	}
 	if r.Checked != r.Records-bigStateKeys {
 		t.Fatalf("%d records found their key's previous value, want %d", r.Checked, r.Records-bigStateKeys)
@@ -135,7 +160,8 @@ func TestBigStateChild(t *testing.T) {
 		"state.backend.type", "pebble",
 		"io.tmp.dirs", tmpDirs,
 		"state.checkpoints.dir", filepath.Join(dir, "checkpoints"),
-		"execution.checkpointing.interval", "2 s")
+		"execution.checkpointing.interval", "2 s",
+		"state.backend.pebble.block-cache-size", "8 mb")
 	n := int64(bigStateKeys * bigStateRounds)
 	src := stream.FromSource[int64](env, &stream.Generator[int64]{Count: n, Fn: func(i int64) int64 { return i }}, "numbers")
 	var checked atomic.Int64
@@ -158,13 +184,33 @@ func TestBigStateChild(t *testing.T) {
 		metrics.Read(samples)
 		report.MaxHeapBytes = max(report.MaxHeapBytes, samples[0].Value.Uint64())
 		report.MaxStoreBytes = max(report.MaxStoreBytes, dirSize(tmpDirs))
+		report.MaxAnonBytes = max(report.MaxAnonBytes, procStatus(t, "RssAnon:"))
 	}
 	if err := job.Wait(); err != nil {
 		report.Err = err.Error()
 	}
 	report.Records = n
 	report.Checked = checked.Load()
+	report.PeakRSSBytes = procStatus(t, "VmHWM:")
 	report.Checkpoints = job.CompletedCheckpoints()
+}
+
+// procStatus reads a size in kB from /proc/self/status, -1 if it cannot.
+func procStatus(t *testing.T, field string) int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Logf("no /proc/self/status: %v", err)
+		return -1
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return -1
 }
 
 // dirSize is the size of the SST files under dir: the store's state.
