@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -178,17 +179,35 @@ func TestMapRoundTrip(t *testing.T) {
 	}
 }
 
+// TestConcurrentUse shares configurations between goroutines that set,
+// read, clone and merge them (the race detector runs it in CI): every
+// read sees a value some goroutine set, never a torn or missing one.
 func TestConcurrentUse(t *testing.T) {
 	a, b := New(), New()
 	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	report := func(format string, args ...any) {
+		select {
+		case errs <- fmt.Sprintf(format, args...):
+		default:
+		}
+	}
 	for i := range 8 {
 		wg.Go(func() {
 			for j := range 100 {
 				Parallelism.Set(a, i+1)
-				_ = BufferTimeout.Get(a)
-				_ = a.Keys()
-				_ = a.Map()
-				_ = a.Clone()
+				if p := Parallelism.Get(a); p < 1 || p > 8 {
+					report("parallelism %d, want one of the values set (1..8)", p)
+				}
+				if d := BufferTimeout.Get(a); d != BufferTimeout.Default {
+					report("buffer timeout %v, never set, want the default %v", d, BufferTimeout.Default)
+				}
+				if !slices.Contains(a.Keys(), Parallelism.Key) || a.Map()[Parallelism.Key] == "" {
+					report("keys %v lack %s after it was set", a.Keys(), Parallelism.Key)
+				}
+				if p := Parallelism.Get(a.Clone()); p < 1 || p > 8 {
+					report("a clone holds parallelism %d", p)
+				}
 				if j%2 == 0 {
 					a.Merge(b)
 				} else {
@@ -198,4 +217,11 @@ func TestConcurrentUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if p := Parallelism.Get(b); p < 1 || p > 8 {
+		t.Errorf("after the merges b holds parallelism %d, want one of the values set", p)
+	}
 }
