@@ -3,6 +3,7 @@ package nexmark_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,17 +35,27 @@ func TestQ3ExactlyOnceAfterFailure(t *testing.T) {
 		}
 	}
 	env := stream.NewEnvironmentWithConfig(cfg)
-	events := stream.Map(nexmark.Events(env, testConfig, n), func(e nexmark.Event) nexmark.Event {
+	// read counts the events each attempt's sources emitted: after the
+	// restore, the sources must go on from their checkpointed splits, not
+	// read all n events again.
+	var read [4]atomic.Int64
+	events := stream.Process(nexmark.Events(env, testConfig, n), stream.ProcessFunc[nexmark.Event, nexmark.Event](func(e nexmark.Event, ctx *stream.Context, out stream.Collector[nexmark.Event]) error {
+		read[ctx.Attempt()].Add(1)
 		if e.Timestamp()%50 == 0 && e.Kind == nexmark.PersonKind {
 			time.Sleep(time.Millisecond) // slow enough for checkpoints
 		}
-		return e
-	}).Name("slow").UID("slow")
+		out.Collect(e)
+		return nil
+	})).Name("slow").UID("slow")
 	results := nexmark.Q3(events)
+	// The failure comes at the first result after a third of them once a
+	// checkpoint completed, so that the restart restores one.
+	var checkpoints, checkpointsAtFailure atomic.Int64
 	var seen [4]int
 	failed := stream.Process(results, stream.ProcessFunc[nexmark.Q3Result, nexmark.Q3Result](func(r nexmark.Q3Result, ctx *stream.Context, out stream.Collector[nexmark.Q3Result]) error {
 		seen[ctx.Attempt()]++ // one subtask: no lock needed
-		if ctx.Attempt() == 0 && seen[0] == failAt {
+		if ctx.Attempt() == 0 && seen[0] >= failAt && checkpoints.Load() > 0 {
+			checkpointsAtFailure.Store(checkpoints.Load())
 			return errors.New("injected failure")
 		}
 		out.Collect(r)
@@ -57,12 +68,30 @@ func TestQ3ExactlyOnceAfterFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	go func() {
+		// Owned by the job: ends with it.
+		for {
+			checkpoints.Store(int64(job.CompletedCheckpoints()))
+			select {
+			case <-job.Done():
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
 	if err := job.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	if job.Restarts() != 1 {
 		t.Errorf("%d restarts, want 1", job.Restarts())
 	}
-	t.Logf("%d results, %d checkpoints, failed after %d", len(want), job.CompletedCheckpoints(), failAt)
+	if checkpointsAtFailure.Load() == 0 {
+		t.Error("the failure came before any checkpoint completed: the restart restored nothing")
+	}
+	if r := read[1].Load(); r == 0 || r >= n {
+		t.Errorf("the restarted sources emitted %d of %d events: want fewer than all, from their checkpointed splits", r, n)
+	}
+	t.Logf("%d results, %d checkpoints (%d before the failure after %d results), events read %d then %d",
+		len(want), job.CompletedCheckpoints(), checkpointsAtFailure.Load(), seen[0], read[0].Load(), read[1].Load())
 	same(t, got.Values(), want)
 }
