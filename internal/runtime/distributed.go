@@ -404,8 +404,10 @@ func (d *deployer) readWorker(ctx context.Context, a *attempt, l *controlLink) e
 		if m.Task < 0 || m.Task >= len(a.handles) {
 			return fmt.Errorf("runtime: worker %d sent %q for subtask %d, which does not exist", l.peer, m.Kind, m.Task)
 		}
+		// Every message but "prepared" (about the link, Task 0) is about
+		// a subtask, which must be one the worker runs.
 		rh, ok := a.handles[m.Task].(*remoteHandle)
-		if !ok || rh.link != l {
+		if m.Kind != "prepared" && (!ok || rh.link != l) {
 			return fmt.Errorf("runtime: worker %d sent %q for subtask %d, which it does not run", l.peer, m.Kind, m.Task)
 		}
 		switch m.Kind {
