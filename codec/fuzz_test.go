@@ -86,3 +86,84 @@ func FuzzDecodeStruct(f *testing.F) {
 		}
 	})
 }
+
+// checkBuiltin decodes data with one built-in codec: an error wraps
+// ErrCorrupt and consumes nothing; a value consumes part of data, and its
+// re-encoding decodes to the same value (compared by a second re-encoding,
+// which also covers NaNs) and consumes all of it.
+func checkBuiltin[T any](t *testing.T, data []byte) {
+	t.Helper()
+	c := MustFor[T]()
+	v, n, err := c.Decode(data)
+	if err != nil {
+		if !errors.Is(err, ErrCorrupt) || n != 0 {
+			t.Fatalf("%T: n=%d err=%v", v, n, err)
+		}
+		return
+	}
+	if n <= 0 || n > len(data) {
+		t.Fatalf("%T: consumed %d of %d bytes", v, n, len(data))
+	}
+	enc := c.Append(nil, v)
+	if len(enc) > n {
+		t.Fatalf("%T: %d bytes re-encode to %d", v, n, len(enc))
+	}
+	v2, n2, err := c.Decode(enc)
+	if err != nil || n2 != len(enc) {
+		t.Fatalf("%T: re-decode %x: n=%d/%d err=%v", v, enc, n2, len(enc), err)
+	}
+	if enc2 := c.Append(nil, v2); !bytes.Equal(enc, enc2) {
+		t.Fatalf("%T: encoding not stable:\n%x\n%x", v, enc, enc2)
+	}
+}
+
+type namedString string
+type namedInt int32
+
+// FuzzDecodeBuiltin feeds arbitrary bytes to every built-in codec.
+func FuzzDecodeBuiltin(f *testing.F) {
+	f.Add(MustFor[string]().Append(nil, "héllo"))
+	f.Add(MustFor[[]byte]().Append(nil, []byte{0, 1, 2}))
+	f.Add(MustFor[int64]().Append(nil, math.MinInt64))
+	f.Add(MustFor[uint64]().Append(nil, math.MaxUint64))
+	f.Add(MustFor[float64]().Append(nil, math.Inf(-1)))
+	f.Add(MustFor[time.Time]().Append(nil, time.Date(2024, 2, 29, 23, 59, 59, 999999999, time.UTC)))
+	f.Add(MustFor[complex128]().Append(nil, complex(1, -1)))
+	f.Add([]byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f, 'a'})
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkBuiltin[bool](t, data)
+		checkBuiltin[int](t, data)
+		checkBuiltin[int8](t, data)
+		checkBuiltin[int16](t, data)
+		checkBuiltin[int32](t, data)
+		checkBuiltin[int64](t, data)
+		checkBuiltin[uint](t, data)
+		checkBuiltin[uint8](t, data)
+		checkBuiltin[uint16](t, data)
+		checkBuiltin[uint32](t, data)
+		checkBuiltin[uint64](t, data)
+		checkBuiltin[uintptr](t, data)
+		checkBuiltin[float32](t, data)
+		checkBuiltin[float64](t, data)
+		checkBuiltin[complex64](t, data)
+		checkBuiltin[complex128](t, data)
+		checkBuiltin[string](t, data)
+		checkBuiltin[[]byte](t, data)
+		checkBuiltin[time.Time](t, data)
+		checkBuiltin[Word](t, data)
+		checkBuiltin[namedString](t, data)
+		checkBuiltin[namedInt](t, data)
+		checkBuiltin[[]string](t, data)
+		checkBuiltin[[]int64](t, data)
+		checkBuiltin[*uint16](t, data)
+		checkBuiltin[[2]float32](t, data)
+
+		if _, n, err := DecodeSlice(MustFor[string](), nil, data); err != nil && (!errors.Is(err, ErrCorrupt) || n != 0) {
+			t.Fatalf("batch: n=%d err=%v", n, err)
+		} else if err == nil && (n < 0 || n > len(data)) {
+			t.Fatalf("batch: consumed %d of %d bytes", n, len(data))
+		}
+	})
+}

@@ -65,11 +65,18 @@ func (c *Configuration) loadYAML(name string, data []byte) error {
 	return errors.Join(l.errs...)
 }
 
+// maxKeys bounds the keys of one file, counted as the loader visits them:
+// every option fits many times over, and aliases of nested mappings
+// ("a: &a {...}", "b: {x: *a, y: *a}", ...) cannot make a small file cost
+// exponential time.
+const maxKeys = 1000
+
 type loader struct {
 	c     *Configuration
 	name  string
 	lines map[string]int // line where each key was set, to report duplicates
 	errs  []error
+	keys  int // keys visited, up to maxKeys
 }
 
 func (l *loader) errorf(line int, format string, args ...any) {
@@ -80,6 +87,12 @@ func (l *loader) errorf(line int, format string, args ...any) {
 func (l *loader) mapping(prefix string, n *yaml.Node) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if l.keys++; l.keys > maxKeys {
+			if l.keys == maxKeys+1 {
+				l.errorf(k.Line, "more than %d keys (aliases expanding mappings?); giving up", maxKeys)
+			}
+			return
+		}
 		if k.Kind != yaml.ScalarNode {
 			l.errorf(k.Line, "expected a key, got a complex key")
 			continue

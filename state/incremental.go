@@ -200,7 +200,55 @@ func parseIncremental(data []byte) (*incrementalSnapshot, bool, error) {
 	if err := json.Unmarshal(data[len(incrementalMagic):], &snap); err != nil {
 		return nil, true, fmt.Errorf("state: decode incremental snapshot: %w", err)
 	}
+	if err := snap.check(); err != nil {
+		return nil, true, fmt.Errorf("state: corrupt incremental snapshot: %w", err)
+	}
 	return &snap, true, nil
+}
+
+// check verifies what restoring a manifest relies on: distinct states of
+// known kinds with IDs below NextID (adopt numbers new states from
+// NextID, which must not reuse a restored state's keys), and file names
+// that stay inside the store's directory.
+func (s *incrementalSnapshot) check() error {
+	if s.MaxParallelism < 0 || s.MaxParallelism > 1<<16 {
+		return fmt.Errorf("max parallelism %d out of [0, 65536]", s.MaxParallelism)
+	}
+	names := make(map[string]bool, len(s.States))
+	ids := make(map[uint32]bool, len(s.States))
+	for _, st := range s.States {
+		switch {
+		case st.Kind < kindValue || st.Kind > kindMap:
+			return fmt.Errorf("state %q has unknown kind %d", st.Name, st.Kind)
+		case names[st.Name]:
+			return fmt.Errorf("state %q listed twice", st.Name)
+		case ids[st.ID]:
+			return fmt.Errorf("state %q reuses ID %d", st.Name, st.ID)
+		case st.ID >= s.NextID:
+			return fmt.Errorf("state %q has ID %d, not below the next ID %d", st.Name, st.ID, s.NextID)
+		}
+		names[st.Name], ids[st.ID] = true, true
+	}
+	files := make(map[string]bool, len(s.Shared)+len(s.Private))
+	for _, f := range s.Shared {
+		if !storeFileName(f.File) || f.Handle == "" || f.Size < 0 || files[f.File] {
+			return fmt.Errorf("bad shared file %q (handle %q, %d bytes)", f.File, f.Handle, f.Size)
+		}
+		files[f.File] = true
+	}
+	for name := range s.Private {
+		if !storeFileName(name) || files[name] {
+			return fmt.Errorf("bad private file %q", name)
+		}
+		files[name] = true
+	}
+	return nil
+}
+
+// storeFileName reports whether name is a plain file name, as Pebble
+// writes them into its directory.
+func storeFileName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, `/\`)
 }
 
 // fetchIncremental rebuilds an incremental snapshot's store in dir.
@@ -212,12 +260,12 @@ func fetchIncremental(snap *incrementalSnapshot, files RestoreFiles, dir string)
 		return fmt.Errorf("state: %w", err)
 	}
 	for name, data := range snap.Private {
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(name)), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return fmt.Errorf("state: %w", err)
 		}
 	}
 	for _, f := range snap.Shared {
-		if err := files.Download(context.Background(), f.Handle, filepath.Join(dir, filepath.Base(f.File))); err != nil {
+		if err := files.Download(context.Background(), f.Handle, filepath.Join(dir, f.File)); err != nil {
 			return fmt.Errorf("state: fetch %s: %w", f.Handle, err)
 		}
 	}

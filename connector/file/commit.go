@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/weirproject/weir/connector"
 )
@@ -32,6 +33,15 @@ func (s *LineSource) DecodeSplits(data []byte) ([]connector.Split, error) {
 	}
 	out := make([]connector.Split, len(in))
 	for i, sp := range in {
+		// A checkpoint holds only splits that Splits made and readers
+		// advanced; anything else would reach the reader as a nil
+		// split or a range it cannot seek to.
+		switch {
+		case sp == nil:
+			return nil, fmt.Errorf("file: decode splits: split %d is null", i)
+		case sp.Start < 0 || sp.End < sp.Start || sp.Offset < 0:
+			return nil, fmt.Errorf("file: decode splits: invalid split %v", sp)
+		}
 		out[i] = sp
 	}
 	return out, nil
@@ -90,9 +100,9 @@ func (w *TextWriter[T]) PrepareCommit(checkpointID int64) ([]byte, error) {
 // and its final file exists) is skipped, which makes recovery idempotent.
 func (w *TextWriter[T]) Commit(committables [][]byte) error {
 	for _, c := range committables {
-		var files []pendingFile
-		if err := json.Unmarshal(c, &files); err != nil {
-			return fmt.Errorf("file: decode transaction: %w", err)
+		files, err := decodeTransaction(c)
+		if err != nil {
+			return err
 		}
 		for _, p := range files {
 			err := os.Rename(p.Pending, p.Final)
@@ -110,4 +120,22 @@ func (w *TextWriter[T]) Commit(committables [][]byte) error {
 		}
 	}
 	return nil
+}
+
+// decodeTransaction parses a committable of PrepareCommit. Commit renames
+// its files, so it accepts only what PrepareCommit writes: a hidden
+// pending part file and its visible name in the same directory.
+func decodeTransaction(data []byte) ([]pendingFile, error) {
+	var files []pendingFile
+	if err := json.Unmarshal(data, &files); err != nil {
+		return nil, fmt.Errorf("file: decode transaction: %w", err)
+	}
+	for _, p := range files {
+		pending, final := filepath.Base(p.Pending), filepath.Base(p.Final)
+		if !strings.HasPrefix(pending, ".part-") || !strings.HasSuffix(pending, ".pending") ||
+			"."+final+".pending" != pending || filepath.Dir(p.Pending) != filepath.Dir(p.Final) {
+			return nil, fmt.Errorf("file: decode transaction: %q -> %q is not a pending part file and its final name", p.Pending, p.Final)
+		}
+	}
+	return files, nil
 }

@@ -216,9 +216,7 @@ func (g *Gate) request(ctx context.Context, addr string, id ChannelID) (*yamux.S
 	if err != nil {
 		return nil, fmt.Errorf("network: open stream to %s: %w: %w", addr, ErrPeerClosed, err)
 	}
-	req := appendChannelID(nil, id)
-	req = binary.AppendUvarint(req, uint64(g.cfg.BuffersPerChannel))
-	req = binary.AppendUvarint(req, uint64(g.cfg.BufferSize))
+	req := appendRequest(nil, id, g.cfg.BuffersPerChannel, g.cfg.BufferSize)
 	st.SetDeadline(time.Now().Add(g.m.cfg.HandshakeTimeout))
 	stop := context.AfterFunc(ctx, func() { st.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
@@ -237,25 +235,25 @@ func (g *Gate) request(ctx context.Context, addr string, id ChannelID) (*yamux.S
 	if err == nil && typ != frameResponse {
 		err = fmt.Errorf("%w: frame type %d instead of a response", ErrProtocol, typ)
 	}
-	if err == nil && n == 0 {
-		err = fmt.Errorf("%w: empty response", ErrProtocol)
-	}
-	var resp []byte
+	var status byte
+	var msg string
 	if err == nil {
-		resp = make([]byte, n)
-		_, err = io.ReadFull(st, resp)
+		resp := make([]byte, n)
+		if _, err = io.ReadFull(st, resp); err == nil {
+			status, msg, err = decodeResponse(resp)
+		}
 	}
 	if err != nil {
 		return fail(fmt.Errorf("network: request channel %s from %s: no answer: %w", id, addr, err))
 	}
-	switch resp[0] {
+	switch status {
 	case statusOK:
 	case statusUnknownChannel:
-		return fail(fmt.Errorf("network: request channel %s from %s: %w: %s", id, addr, ErrUnknownChannel, resp[1:]))
+		return fail(fmt.Errorf("network: request channel %s from %s: %w: %s", id, addr, ErrUnknownChannel, msg))
 	case statusAlreadyConsumed:
-		return fail(fmt.Errorf("network: request channel %s from %s: %w: %s", id, addr, ErrAlreadyConsumed, resp[1:]))
+		return fail(fmt.Errorf("network: request channel %s from %s: %w: %s", id, addr, ErrAlreadyConsumed, msg))
 	default:
-		return fail(fmt.Errorf("network: request channel %s from %s: %w: status %d", id, addr, ErrProtocol, resp[0]))
+		return fail(fmt.Errorf("network: request channel %s from %s: %w: status %d", id, addr, ErrProtocol, status))
 	}
 	if !stop() {
 		// ctx fired after the answer: the channel is fine but the caller
@@ -530,7 +528,7 @@ func (ch *inputChannel) announce() {
 		if n == 0 {
 			continue
 		}
-		f := binary.AppendUvarint(frame[:frameHeaderSize], uint64(n))
+		f := appendCredit(frame[:frameHeaderSize], n)
 		putHeader(f, frameCredit, len(f)-frameHeaderSize)
 		if _, err := ch.st.Write(f); err != nil {
 			// The reader sees the same failure and reports it.

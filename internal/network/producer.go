@@ -104,12 +104,9 @@ func (m *Manager) serveStream(p *peer, st *yamux.Stream) {
 		return
 	}
 	st.SetReadDeadline(time.Time{})
-	d := decoder{b: payload}
-	id := d.channelID()
-	credit := d.uvarint()
-	bufSize := d.uvarint()
-	if d.err != nil || bufSize == 0 || bufSize > 1<<30 || credit > 1<<20 {
-		writeFrame(st, frameResponse, append([]byte{statusUnknownChannel}, "malformed request"...))
+	id, credit, bufSize, err := decodeRequest(payload)
+	if err != nil {
+		writeFrame(st, frameResponse, append([]byte{statusUnknownChannel}, "malformed request: "+err.Error()...))
 		st.Close()
 		return
 	}
@@ -121,7 +118,7 @@ func (m *Manager) serveStream(p *peer, st *yamux.Stream) {
 		st.Close()
 		return
 	}
-	if err := s.attach(st, p.addr, int(credit), int(bufSize)); err != nil {
+	if err := s.attach(st, p.addr, credit, bufSize); err != nil {
 		writeFrame(st, frameResponse, append([]byte{statusAlreadyConsumed}, err.Error()...))
 		st.Close()
 		return
@@ -171,14 +168,13 @@ func (s *Sender) readCredits(st *yamux.Stream) {
 			s.release(fmt.Errorf("network: channel %s: consumer %s sent frame type %d: %w", s.id, s.peer, typ, ErrProtocol))
 			return
 		}
-		d := decoder{b: buf[:n]}
-		c := d.uvarint()
-		if d.err != nil || c > 1<<20 {
-			s.release(fmt.Errorf("network: channel %s: consumer %s sent a bad credit: %w", s.id, s.peer, ErrProtocol))
+		c, err := decodeCredit(buf[:n])
+		if err != nil {
+			s.release(fmt.Errorf("network: channel %s: consumer %s sent a bad credit: %w", s.id, s.peer, err))
 			return
 		}
 		s.mu.Lock()
-		s.credit += int(c)
+		s.credit += c
 		s.backlogSent = false
 		s.mu.Unlock()
 		select {

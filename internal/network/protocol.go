@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 )
 
 // Sentinel errors; the errors returned by this package wrap them with the
@@ -210,14 +211,80 @@ func appendChannelID(dst []byte, id ChannelID) []byte {
 	return binary.AppendUvarint(dst, uint64(id.Subpartition))
 }
 
+// index reads a partition or subpartition index: a uvarint that must fit
+// an int32, so that a corrupt one never turns into a negative index.
+func (d *decoder) index(what string) int {
+	v := d.uvarint()
+	if d.err == nil && v > math.MaxInt32 {
+		d.err = fmt.Errorf("%w: %s index %d out of range", ErrProtocol, what, v)
+		return 0
+	}
+	return int(v)
+}
+
 func (d *decoder) channelID() ChannelID {
 	var id ChannelID
 	id.Job = d.string()
 	id.Result = d.string()
-	id.Partition = int(d.uvarint())
+	id.Partition = d.index("partition")
 	id.Attempt = d.string()
-	id.Subpartition = int(d.uvarint())
+	id.Subpartition = d.index("subpartition")
 	return id
+}
+
+const (
+	// maxCredit bounds the credit a consumer may announce at once, and
+	// maxBufferSize the buffer size it may ask for.
+	maxCredit     = 1 << 20
+	maxBufferSize = 1 << 30
+)
+
+func appendRequest(dst []byte, id ChannelID, credit, bufSize int) []byte {
+	dst = appendChannelID(dst, id)
+	dst = binary.AppendUvarint(dst, uint64(credit))
+	return binary.AppendUvarint(dst, uint64(bufSize))
+}
+
+// decodeRequest parses the payload of a request frame: the channel, the
+// consumer's initial credit and its buffer size.
+func decodeRequest(b []byte) (id ChannelID, credit, bufSize int, err error) {
+	d := decoder{b: b}
+	id = d.channelID()
+	c := d.uvarint()
+	s := d.uvarint()
+	switch {
+	case d.err != nil:
+		return ChannelID{}, 0, 0, d.err
+	case c > maxCredit:
+		return ChannelID{}, 0, 0, fmt.Errorf("%w: credit %d exceeds %d", ErrProtocol, c, maxCredit)
+	case s == 0 || s > maxBufferSize:
+		return ChannelID{}, 0, 0, fmt.Errorf("%w: buffer size %d not in [1, %d]", ErrProtocol, s, maxBufferSize)
+	}
+	return id, int(c), int(s), nil
+}
+
+func appendCredit(dst []byte, n int) []byte { return binary.AppendUvarint(dst, uint64(n)) }
+
+// decodeCredit parses the payload of a credit frame.
+func decodeCredit(b []byte) (int, error) {
+	d := decoder{b: b}
+	c := d.uvarint()
+	if d.err != nil {
+		return 0, d.err
+	}
+	if c > maxCredit {
+		return 0, fmt.Errorf("%w: credit %d exceeds %d", ErrProtocol, c, maxCredit)
+	}
+	return int(c), nil
+}
+
+// decodeResponse parses the payload of a response frame: a status byte
+// and a message.
+func decodeResponse(b []byte) (status byte, msg string, err error) {
+	if len(b) == 0 {
+		return 0, "", fmt.Errorf("%w: empty response", ErrProtocol)
+	}
+	return b[0], string(b[1:]), nil
 }
 
 func appendEvent(dst []byte, e Event) []byte {

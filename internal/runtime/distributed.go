@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -141,9 +142,52 @@ func (l *controlLink) send(m controlMsg) error {
 }
 
 func (l *controlLink) recv() (controlMsg, error) {
+	return decodeControl(l.dec)
+}
+
+// decodeControl reads the next control message and checks what its
+// handlers rely on; the link's bytes come from another process.
+func decodeControl(dec *gob.Decoder) (controlMsg, error) {
 	var m controlMsg
-	err := l.dec.Decode(&m)
-	return m, err
+	if err := dec.Decode(&m); err != nil {
+		return controlMsg{}, err
+	}
+	if err := m.check(); err != nil {
+		return controlMsg{}, fmt.Errorf("bad control message %q: %w", m.Kind, err)
+	}
+	return m, nil
+}
+
+// controlKinds are the messages of both directions.
+var controlKinds = []string{"trigger", "complete", "abort", "release", "prepare", "stop",
+	"ack", "waiting", "done", "handled", "prepared"}
+
+func (m *controlMsg) check() error {
+	switch {
+	case !slices.Contains(controlKinds, m.Kind):
+		return errors.New("unknown kind")
+	case m.Task < 0:
+		return fmt.Errorf("subtask %d", m.Task)
+	case m.ID < 0:
+		return fmt.Errorf("checkpoint ID %d", m.ID)
+	case m.Uploaded < 0:
+		return fmt.Errorf("%d bytes uploaded", m.Uploaded)
+	case m.Kind == "ack" && m.Snap == nil && !m.Exited && m.Err == "":
+		// The coordinator stores the snapshot of every acknowledgement
+		// that neither declines nor reports an exit.
+		return errors.New("acknowledgement without a snapshot")
+	}
+	for h, n := range m.Sizes {
+		if n < 0 {
+			return fmt.Errorf("shared file %q of %d bytes", h, n)
+		}
+	}
+	if m.Snap != nil {
+		if err := m.Snap.check(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // closeOut ends the outgoing channel and waits a while for the peer to
@@ -362,6 +406,12 @@ func (d *deployer) readWorker(ctx context.Context, a *attempt, l *controlLink) e
 		if m.Task < 0 || m.Task >= len(a.handles) {
 			return fmt.Errorf("runtime: worker %d sent %q for subtask %d, which does not exist", l.peer, m.Kind, m.Task)
 		}
+		// Every message but "prepared" (about the link, Task 0) is about
+		// a subtask, which must be one the worker runs.
+		rh, ok := a.handles[m.Task].(*remoteHandle)
+		if m.Kind != "prepared" && (!ok || rh.link != l) {
+			return fmt.Errorf("runtime: worker %d sent %q for subtask %d, which it does not run", l.peer, m.Kind, m.Task)
+		}
 		switch m.Kind {
 		case "ack":
 			d.storage.addShared(m.ID, m.Shared, m.Sizes, m.Uploaded)
@@ -384,7 +434,7 @@ func (d *deployer) readWorker(ctx context.Context, a *attempt, l *controlLink) e
 			if m.Err != "" {
 				return fmt.Errorf("worker %d: %s", l.peer, m.Err)
 			}
-			a.handles[m.Task].(*remoteHandle).markDone()
+			rh.markDone()
 		case "handled":
 			l.gotHandled(m.Task, m.ID)
 		case "prepared":

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"slices"
@@ -217,6 +218,11 @@ func (f restoreFiles) Download(ctx context.Context, handle, localPath string) er
 	if f.root == nil {
 		return fmt.Errorf("state file %s: the checkpoint was not read from storage", handle)
 	}
+	if !fs.ValidPath(handle) || handle == "." {
+		// Handles come from the checkpoint's state: relative keys below
+		// the storage root, never a way out of it.
+		return fmt.Errorf("state file %q: not a file name inside the checkpoint storage", handle)
+	}
 	return f.root.download(ctx, handle, localPath)
 }
 
@@ -410,8 +416,8 @@ func LoadCheckpoint(pathOrURI string) (*CompletedCheckpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint: %w", err)
 	}
-	var c CompletedCheckpoint
-	if err := json.Unmarshal(data, &c); err != nil {
+	c, err := decodeMetadata(data)
+	if err != nil {
 		return nil, fmt.Errorf("load checkpoint %s/_metadata: %w", loc, err)
 	}
 	for _, t := range c.Tasks {
@@ -436,7 +442,50 @@ func LoadCheckpoint(pathOrURI string) (*CompletedCheckpoint, error) {
 	// Shared files are named relative to the storage root, two levels
 	// up from <root>/<job-id>/chk-<n>.
 	c.root = loc.parent().parent()
+	return c, nil
+}
+
+// decodeMetadata parses the bytes of a _metadata file and checks what a
+// restore relies on, so that a corrupt or hand-edited file is an error
+// here rather than a crash or a stray file read later.
+func decodeMetadata(data []byte) (*CompletedCheckpoint, error) {
+	var c CompletedCheckpoint
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, err
+	}
+	if c.ID < 0 {
+		return nil, fmt.Errorf("negative checkpoint ID %d", c.ID)
+	}
+	for i, t := range c.Tasks {
+		if t == nil {
+			return nil, fmt.Errorf("task %d is null", i)
+		}
+		if err := t.check(); err != nil {
+			return nil, fmt.Errorf("task %d: %w", i, err)
+		}
+	}
 	return &c, nil
+}
+
+// check verifies a subtask's snapshot read from outside the process (a
+// _metadata file, a worker's acknowledgement).
+func (t *TaskSnapshot) check() error {
+	if t.Parallelism < 1 || t.Subtask < 0 || t.Subtask >= t.Parallelism {
+		return fmt.Errorf("subtask %d of vertex %q at parallelism %d", t.Subtask, t.Vertex, t.Parallelism)
+	}
+	for uid, mp := range t.MaxParallelism {
+		if mp < 0 {
+			return fmt.Errorf("operator %q has max parallelism %d", uid, mp)
+		}
+	}
+	for uid, name := range t.Files {
+		// Written by writeCheckpoint as a name inside the checkpoint's
+		// directory; anything else would read a file outside it.
+		if !fs.ValidPath(name) || name == "." || name == "_metadata" {
+			return fmt.Errorf("state file %q of operator %q is not a file name inside the checkpoint directory", name, uid)
+		}
+	}
+	return nil
 }
 
 // newerCheckpoint returns the newest completed checkpoint next to a
