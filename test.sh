@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The project's test command: formatting, vet, the whole test suite, and
-# the race detector on the packages that run goroutines. CI runs exactly
+# The project's test command: formatting, vet, the whole test suite, the
+# race detector on the packages that run goroutines, and every fuzzer for
+# 10 s. CI runs exactly
 # this (.ci/run). Needs only Go.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -20,5 +21,8 @@ go test -count=1 -timeout 20m ./...
 
 echo "== go test -race (runtime packages)"
 go test -count=1 -race -timeout 20m ./internal/... ./stream/... ./connector/... ./codec/... ./state/... ./window/... ./nexmark/... ./config/...
+
+echo "== fuzz: every fuzzer for a bounded time (bench/fuzz/run.sh)"
+bench/fuzz/run.sh 10s
 
 echo "== all tests passed"
