@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: formatting, vet, the whole test suite, the
 # race detector on the packages that run goroutines, and every fuzzer for
-# 10 s. CI runs exactly
-# this (.ci/run). Needs only Go.
+# 10 s. CI runs exactly this (.ci/run). Needs only Go.
 set -euo pipefail
 cd "$(dirname "$0")"
 
