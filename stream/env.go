@@ -44,8 +44,11 @@ type Environment struct {
 	distribution *runtime.Distribution
 	// In worker mode: the JobManager, which confirms every checkpoint,
 	// and the cluster's attempt number of the job.
-	authority        runtime.CommitAuthority
-	firstAttempt     int
+	authority    runtime.CommitAuthority
+	firstAttempt int
+	// storageKey names the job's checkpoint directory: the cluster's
+	// JobID and attempt.
+	storageKey       string
 	allowNonRestored bool
 	// appJobArgs, in application mode ("myjob jobmanager ..."), are the
 	// job's flags, which the TaskManager's worker gets too.
@@ -364,7 +367,7 @@ func (env *Environment) ExecuteAsync(ctx context.Context, jobName string) (*JobC
 
 func (env *Environment) submit(ctx context.Context, jg *graph.JobGraph) (*runtime.Job, error) {
 	mc := &runtime.MiniCluster{Config: env.cfg, Logger: env.logger, Clock: env.clock, Distribution: env.distribution,
-		Authority: env.authority, FirstAttempt: env.firstAttempt}
+		Authority: env.authority, FirstAttempt: env.firstAttempt, JobID: env.storageKey}
 	if env.restorePath != "" {
 		cp, err := runtime.LoadCheckpoint(env.restorePath)
 		if err != nil {

@@ -229,6 +229,10 @@ func (w *worker) prepare(ctx context.Context, env *Environment) error {
 	}
 	// Cluster attempts count from 1, a job's executions from 0.
 	env.firstAttempt = attempt - 1
+	// Checkpoints go to <dir>/<job-id>-<attempt>/: the JobID the user
+	// sees, and a directory of the attempt's own, which no zombie of an
+	// earlier attempt writes into.
+	env.storageKey = w.jobID + "-" + strconv.Itoa(attempt)
 	if gw := os.Getenv(WorkerGatewayEnv); gw != "" {
 		env.authority = &gatewayAuthority{
 			url:   "http://" + gw + workerConfirmPath,

@@ -67,6 +67,10 @@ func TestClusterPausedTaskManagerCommitsNothing(t *testing.T) {
 	if len(d.Workers) != 1 {
 		t.Fatalf("want the job in one worker on one taskmanager, got %+v", d.Workers)
 	}
+	if chks, _ := filepath.Glob(filepath.Join(dir, "chk", id+"-1", "chk-*")); len(chks) == 0 {
+		entries, _ := os.ReadDir(filepath.Join(dir, "chk"))
+		t.Fatalf("no checkpoint under <dir>/%s-1/, named by the JobID; the directory holds %v", id, entries)
+	}
 	var victim *proc
 	for _, tm := range tms {
 		if strings.Contains(tm.stderr.String(), d.TaskManager) {
@@ -116,6 +120,20 @@ func TestClusterPausedTaskManagerCommitsNothing(t *testing.T) {
 	})
 	if diff := diffLines(committedLines(t, out), clean); diff != "" {
 		t.Errorf("after a paused taskmanager resumed, the committed output differs from the failure-free run: %s", diff)
+	}
+	// The attempts wrote their checkpoints under <dir>/<job-id>-<attempt>;
+	// once the job finished, the JobManager removes them (no worker may:
+	// the zombie could not know whether a restart still needed its own).
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		left, _ := filepath.Glob(filepath.Join(dir, "chk", id+"-*"))
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("checkpoint directories of the finished job remain: %v", left)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("attempts %d, checkpoints %d; the resumed taskmanager said: %v", d.Attempt, d.Checkpoints.Completed,
 		strings.Contains(victim.stderr.String(), "refused a checkpoint"))

@@ -335,6 +335,10 @@ func TestClusterRunJobs(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(m[1], "_metadata")); err != nil {
 			t.Errorf("the stop savepoint has no _metadata: %v", err)
 		}
+		// Named as Flink names them: the JobID the user sees.
+		if name := filepath.Base(m[1]); !strings.HasPrefix(name, "savepoint-"+stopID[:6]+"-") {
+			t.Errorf("savepoint %s: want savepoint-%s-<random>", name, stopID[:6])
+		}
 	}
 	waitJob(t, client, stopID, 10*time.Second, "FINISHED after stop", func(d cluster.JobDetails) bool { return d.State == cluster.JobFinished })
 	stdout, stderr, code = cli("cancel", cancelID)

@@ -250,8 +250,12 @@ type job struct {
 	// merely reported, so that no restart replays output already
 	// committed. confirmedID is the newest checkpoint the current attempt
 	// had confirmed.
-	latest       string
-	confirmedID  int64
+	latest      string
+	confirmedID int64
+	// chkRoot is the checkpoint storage the attempts write under, once
+	// one confirmed a checkpoint; the JobManager empties it of the job's
+	// directories when the job ends for good.
+	chkRoot      string
 	err          string
 	created, end time.Time
 	cancel       bool // requested
@@ -491,6 +495,60 @@ func (d *dispatcher) end(j *job, err error) {
 		j.state, j.err = JobFailed, err.Error()
 	}
 	d.jm.log.Info("job ended", "job", j.id, "state", j.state, "attempts", j.attempt, "error", j.err)
+	d.discardCheckpointsLocked(j)
+}
+
+// discardCheckpointsLocked removes the checkpoints of a job that ended
+// for good: finished, or cancelled without RETAIN_ON_CANCELLATION (a
+// failed job keeps them, for --from-savepoint). The workers leave them:
+// only the JobManager knows that no attempt will restore them. Every
+// attempt wrote under <root>/<job-id>-<attempt>/, root being where the
+// confirmed checkpoints lie; savepoints are the user's and stay.
+func (d *dispatcher) discardCheckpointsLocked(j *job) {
+	if j.chkRoot == "" {
+		return
+	}
+	switch j.state {
+	case JobFinished:
+	case JobCanceled:
+		if cfg, err := jobConfig(j.sub); err != nil || config.ExternalizedRetention.Get(cfg) == config.RetentionRetainOnCancellation {
+			return
+		}
+	default:
+		return
+	}
+	root, names := j.chkRoot, make([]string, 0, j.attempt)
+	for a := 1; a <= j.attempt; a++ {
+		names = append(names, fmt.Sprintf("%s-%d", j.id, a))
+	}
+	d.jm.wg.Add(1)
+	go func() {
+		defer d.jm.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := runtime.DiscardCheckpointDirs(ctx, root, names); err != nil {
+			d.jm.log.Warn("removing the checkpoints of an ended job failed", "job", j.id, "root", root, "error", err)
+		}
+	}()
+}
+
+// checkpointRoot is the storage directory (path or URI) of a checkpoint
+// <root>/<job-id>-<attempt>/chk-<n>[?query], or "" if it is not shaped so.
+func checkpointRoot(chk, jobID string) string {
+	base, query, _ := strings.Cut(chk, "?")
+	i := strings.LastIndex(base, "/")
+	if i < 0 || !strings.HasPrefix(base[i+1:], "chk-") {
+		return ""
+	}
+	dir := base[:i]
+	k := strings.LastIndex(dir, "/")
+	if k < 0 || !strings.HasPrefix(dir[k+1:], jobID+"-") {
+		return ""
+	}
+	if query != "" {
+		return dir[:k] + "?" + query
+	}
+	return dir[:k]
 }
 
 // allocation is the slots of one attempt: its workers' TaskManagers, the
@@ -950,6 +1008,9 @@ func (d *dispatcher) confirmCheckpoint(req *rpcpb.ConfirmCheckpointRequest) erro
 	j.attemptChk++
 	if p := req.GetPath(); p != "" {
 		j.latest = p
+		if root := checkpointRoot(p, j.id); root != "" && !req.GetSavepoint() {
+			j.chkRoot = root
+		}
 	}
 	d.jm.log.Debug("checkpoint confirmed", "job", j.id, "attempt", attempt, "checkpoint", req.GetCheckpointId(),
 		"savepoint", req.GetSavepoint(), "path", req.GetPath())

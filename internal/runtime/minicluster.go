@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -29,6 +30,9 @@ type MiniCluster struct {
 	// before it counts and before any sink commits what it covers: in a
 	// cluster, the JobManager. A failed confirmation ends the attempt.
 	Authority CommitAuthority
+	// JobID names the job's directory under state.checkpoints.dir; empty
+	// picks a random one. A distributed attempt uses Distribution.Key.
+	JobID string
 	// FirstAttempt is the attempt number of every subtask's first
 	// execution. A cluster's worker runs the cluster's attempt n of the
 	// job, so that what an attempt names after itself (a sink's
@@ -292,7 +296,10 @@ func (mc *MiniCluster) Submit(ctx context.Context, jg *graph.JobGraph) (*Job, er
 	if err != nil {
 		return nil, err
 	}
-	jobID := string(graph.NewAttemptID())
+	jobID := mc.JobID
+	if jobID == "" {
+		jobID = string(graph.NewAttemptID())
+	}
 	leader := true
 	if dist := mc.Distribution; dist != nil {
 		if err := dist.check(len(slots)); err != nil {
@@ -336,7 +343,10 @@ func (mc *MiniCluster) Submit(ctx context.Context, jg *graph.JobGraph) (*Job, er
 		// finished job, and after a cancellation unless retention was
 		// asked for, they go.
 		retain := cancelled && config.ExternalizedRetention.Get(cfg) == config.RetentionRetainOnCancellation
-		if (err == nil || cancelled) && !retain && leader {
+		// On a cluster the JobManager removes them once the whole job has
+		// ended: a worker that finished, or was cancelled because another
+		// failed, cannot know whether the job restarts from them.
+		if (err == nil || cancelled) && !retain && leader && mc.Authority == nil {
 			storage.discard()
 		}
 		if job.stopped.Load() {
@@ -371,4 +381,22 @@ func isBatch(cfg *config.Configuration, sg *graph.StreamGraph) bool {
 		return true
 	}
 	return false
+}
+
+// DiscardCheckpointDirs deletes job checkpoint directories (each with its
+// chk-<n> and shared/ files) named relative to root, a path or URI of
+// checkpoint storage: what a cluster's JobManager does once a job ended
+// for good.
+func DiscardCheckpointDirs(ctx context.Context, root string, names []string) error {
+	loc, err := openLocation(ctx, root)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range names {
+		if err := loc.join(n).deleteAll(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -538,7 +539,11 @@ func writeSavepoint(dir string, cp *CompletedCheckpoint, threshold int) (string,
 	if err != nil {
 		return "", fmt.Errorf("savepoint: %w", err)
 	}
-	loc = loc.join(fmt.Sprintf("savepoint-%s-%d", cp.JobID[:min(8, len(cp.JobID))], cp.ID))
+	// As Flink names them: the first six characters of the job's ID, and
+	// a random part, so that savepoints of one job never collide.
+	var random [6]byte
+	_, _ = rand.Read(random[:])
+	loc = loc.join(fmt.Sprintf("savepoint-%s-%x", cp.JobID[:min(6, len(cp.JobID))], random))
 	if err := writeCheckpoint(ctx, loc, cp, threshold); err != nil {
 		return "", fmt.Errorf("savepoint: %w", err)
 	}
