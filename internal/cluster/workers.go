@@ -70,6 +70,9 @@ const (
 	envDataTLSCert = "WEIR_DATA_TLS_CERT"
 	envDataTLSKey  = "WEIR_DATA_TLS_KEY"
 	envDataTLSCA   = "WEIR_DATA_TLS_CA"
+	// With security.ssl.mutual, "true": every data connection's server
+	// requires the client's certificate, signed by the CA.
+	envDataTLSMutual = "WEIR_DATA_TLS_MUTUAL"
 )
 
 // peersFile is the file WEIR_WORKER_PEERS names, which the TaskManager
@@ -284,6 +287,9 @@ func (w *workers) deploy(a *workerAttempt, req *rpcpb.SubmitJobRequest) {
 					}
 					cmd.Env = append(cmd.Env, env+"="+file)
 				}
+			}
+			if f.Mutual {
+				cmd.Env = append(cmd.Env, envDataTLSMutual+"=true")
 			}
 		}
 	}
