@@ -120,7 +120,8 @@ func (o *runOptions) run(cmd *cobra.Command, prog string, args []string) error {
 	if o.parallelism > 0 {
 		planArgs = append(planArgs, "-p", strconv.Itoa(o.parallelism))
 	}
-	for _, d := range o.flags.defines {
+	defines := jobDefines(o.flags.defines)
+	for _, d := range defines {
 		planArgs = append(planArgs, "-D", d)
 	}
 	var planOut, planErr bytes.Buffer
@@ -145,7 +146,7 @@ func (o *runOptions) run(cmd *cobra.Command, prog string, args []string) error {
 		Parallelism:           o.parallelism,
 		SavepointPath:         absLocal(o.savepoint),
 		AllowNonRestoredState: o.allowNonRestored,
-		Options:               o.flags.defines,
+		Options:               defines,
 		Plan:                  planOut.Bytes(),
 	}
 	id, err := client.SubmitJob(ctx, sub)
@@ -157,6 +158,21 @@ func (o *runOptions) run(cmd *cobra.Command, prog string, args []string) error {
 		return nil
 	}
 	return followJob(ctx, client, id, o.poll, stdout, stderr)
+}
+
+// jobDefines returns the -D options that go to the job: all but the
+// security.* ones, which configure this client's connection to the
+// cluster. A token among them would otherwise appear on the command lines
+// of the job's processes, which every local user can read.
+func jobDefines(defines []string) []string {
+	var out []string
+	for _, d := range defines {
+		if k, _, err := config.ParseDefinition(d); err == nil && strings.HasPrefix(k, "security.") {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // followJob prints a job's progress until it ends.

@@ -258,3 +258,52 @@ func requireToken(token string, log *slog.Logger, h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// withoutSecurityOptions returns sub without the security.* options among
+// its Options and the -D arguments of its Args, and the keys it dropped.
+// They configure a client's connection to the cluster (weir run -D
+// security.token=...); a worker needs none of them, and what the
+// TaskManager passes on appears on the worker's command line, which every
+// local user can read.
+func withoutSecurityOptions(sub JobSubmission) (JobSubmission, []string) {
+	var dropped []string
+	secret := func(def string) bool {
+		k, _, _ := strings.Cut(def, "=")
+		if strings.HasPrefix(strings.TrimSpace(k), "security.") {
+			dropped = append(dropped, strings.TrimSpace(k))
+			return true
+		}
+		return false
+	}
+	var opts []string
+	for _, o := range sub.Options {
+		if !secret(o) {
+			opts = append(opts, o)
+		}
+	}
+	var args []string
+	for i := 0; i < len(sub.Args); i++ {
+		a := sub.Args[i]
+		switch {
+		case (a == "-D" || a == "--D") && i+1 < len(sub.Args):
+			if !secret(sub.Args[i+1]) {
+				args = append(args, a, sub.Args[i+1])
+			}
+			i++
+			continue
+		case strings.HasPrefix(a, "-D="), strings.HasPrefix(a, "--D="):
+			if _, def, _ := strings.Cut(a, "="); secret(def) {
+				continue
+			}
+		case a == "--":
+			args = append(args, sub.Args[i:]...)
+			i = len(sub.Args)
+			continue
+		}
+		args = append(args, a)
+	}
+	if len(dropped) > 0 {
+		sub.Options, sub.Args = opts, args
+	}
+	return sub, dropped
+}
