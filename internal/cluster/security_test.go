@@ -1,8 +1,15 @@
 package cluster
 
 import (
+	"context"
 	"slices"
+	"strings"
 	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/weirproject/weir/internal/cluster/rpcpb"
 )
 
 func TestWithoutSecurityOptions(t *testing.T) {
@@ -27,5 +34,23 @@ func TestWithoutSecurityOptions(t *testing.T) {
 	clean := JobSubmission{Options: []string{"a=1"}, Args: []string{"-D", "b=2"}}
 	if got, dropped := withoutSecurityOptions(clean); dropped != nil || !slices.Equal(got.Args, clean.Args) || !slices.Equal(got.Options, clean.Options) {
 		t.Errorf("a submission without security options changed: %+v, %q", got, dropped)
+	}
+}
+
+// TestTaskManagerRefusesPathsAsJobIDs: a job ID names the attempt's
+// directory, so one that could leave the working directory is refused.
+func TestTaskManagerRefusesPathsAsJobIDs(t *testing.T) {
+	jm := startJM(t, nil)
+	tm, _ := runTM(t, jm.RPCAddr(), 1, nil)
+	waitTotals(t, jm, [3]int{1, 1, 1})
+	tm.mu.Lock()
+	regID := tm.regID
+	tm.mu.Unlock()
+	for _, id := range []string{"../../escape", "a/b", "..", ".hidden"} {
+		_, err := (&tmService{tm: tm}).SubmitJob(context.Background(), &rpcpb.SubmitJobRequest{
+			RegistrationId: regID, JobId: id, Attempt: 1, ArtifactSha256: strings.Repeat("0", 64)})
+		if status.Code(err) != codes.InvalidArgument {
+			t.Errorf("job ID %q: err = %v, want InvalidArgument", id, err)
+		}
 	}
 }
