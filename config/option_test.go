@@ -305,6 +305,8 @@ func TestCatalog(t *testing.T) {
 		"security.ssl.cert":                                                "",
 		"security.ssl.key":                                                 "",
 		"security.ssl.ca":                                                  "",
+		"security.ssl.mutual":                                              "false",
+		"execution.fault-injection.signals":                                "false",
 	}
 	got := make(map[string]string)
 	for _, o := range infos {
