@@ -306,6 +306,7 @@ func TestCatalog(t *testing.T) {
 		"security.ssl.cert":                                                "",
 		"security.ssl.key":                                                 "",
 		"security.ssl.ca":                                                  "",
+		"security.ssl.mutual":                                              "false",
 	}
 	got := make(map[string]string)
 	for _, o := range infos {

@@ -186,14 +186,22 @@ var (
 		"Use TLS for the cluster's RPC and REST connections, both serving and dialing.")
 
 	SSLCert = stringOption("security.ssl.cert", "",
-		"PEM certificate (chain) that this process's RPC and REST servers present when security.ssl.enabled is true.")
+		"PEM certificate (chain) that this process's RPC and REST servers present when security.ssl.enabled is true, "+
+			"and its clients too with security.ssl.mutual.")
 
 	SSLKey = stringOption("security.ssl.key", "",
 		"PEM private key of security.ssl.cert.")
 
 	SSLCA = stringOption("security.ssl.ca", "",
-		"PEM CA certificates that clients trust when they verify a server's certificate. "+
-			"Empty trusts the system's roots.")
+		"PEM CA certificates that clients trust when they verify a server's certificate, and, with "+
+			"security.ssl.mutual, that servers trust when they verify a client's. "+
+			"Empty trusts the system's roots (not allowed with security.ssl.mutual).")
+
+	SSLMutual = boolOption("security.ssl.mutual", false,
+		"Mutual TLS: with security.ssl.enabled, every server (JobManager RPC and REST, TaskManager RPC, "+
+			"the job workers' data connections) requires a client certificate signed by security.ssl.ca, "+
+			"and every client (TaskManagers, the JobManager, workers, the weir command line) presents "+
+			"security.ssl.cert and security.ssl.key. Every process then needs all three of them.")
 )
 
 // State and fault tolerance options.
@@ -378,6 +386,7 @@ var catalog = []catalogOption{
 	SSLCert,
 	SSLKey,
 	SSLCA,
+	SSLMutual,
 }
 
 var (

@@ -33,7 +33,7 @@ type bigStateReport struct {
 	PeakRSSBytes int64
 	MaxAnonBytes int64
 	Checkpoints  int
-	Err              string
+	Err          string
 }
 
 const bigStateLimit = 32 << 20 // the child's GOMEMLIMIT

@@ -66,6 +66,10 @@ const (
 	WorkerDataTLSCertEnv = "WEIR_DATA_TLS_CERT"
 	WorkerDataTLSKeyEnv  = "WEIR_DATA_TLS_KEY"
 	WorkerDataTLSCAEnv   = "WEIR_DATA_TLS_CA"
+	// WorkerDataTLSMutualEnv "true" (security.ssl.mutual) makes the data
+	// server require a client certificate signed by the CA; the client
+	// presents the same certificate.
+	WorkerDataTLSMutualEnv = "WEIR_DATA_TLS_MUTUAL"
 	// WorkerGatewayEnv is the host:port of the TaskManager's loopback
 	// endpoint for its workers, through which the leader worker has the
 	// JobManager confirm every checkpoint before anything commits.
@@ -281,10 +285,16 @@ func (w *worker) prepare(ctx context.Context, env *Environment) error {
 }
 
 // workerDataTLS returns the TLS configuration of the data plane, or nil
-// when the cluster runs without TLS.
+// when the cluster runs without TLS. The same configuration serves and
+// dials: the certificate is presented on both ends, and with mutual TLS
+// the server requires the dialer's.
 func workerDataTLS() (*tls.Config, error) {
 	certFile, keyFile, caFile := os.Getenv(WorkerDataTLSCertEnv), os.Getenv(WorkerDataTLSKeyEnv), os.Getenv(WorkerDataTLSCAEnv)
+	mutual := os.Getenv(WorkerDataTLSMutualEnv) == "true"
 	if certFile == "" {
+		if mutual {
+			return nil, fmt.Errorf("stream: worker mode: %s is set but %s is not", WorkerDataTLSMutualEnv, WorkerDataTLSCertEnv)
+		}
 		return nil, nil
 	}
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
@@ -301,6 +311,13 @@ func workerDataTLS() (*tls.Config, error) {
 		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
 			return nil, fmt.Errorf("stream: worker mode: data plane TLS: no certificate in %s", caFile)
 		}
+	}
+	if mutual {
+		if cfg.RootCAs == nil {
+			return nil, fmt.Errorf("stream: worker mode: %s is set but %s is not: mutual TLS needs the CA", WorkerDataTLSMutualEnv, WorkerDataTLSCAEnv)
+		}
+		cfg.ClientCAs = cfg.RootCAs
+		cfg.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	return cfg, nil
 }

@@ -15,14 +15,15 @@ import (
 func newClusterCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Start or stop a local standalone cluster",
+		Short: "Start or stop a local standalone cluster, or make certificates for it",
 		Long: `Start or stop a standalone cluster on this machine: one JobManager and
 some TaskManagers as background processes (like Flink's start-cluster.sh
-and stop-cluster.sh). Their pid and log files are in --dir.`,
+and stop-cluster.sh). Their pid and log files are in --dir. weir cluster
+certs makes a self-signed CA and certificate for trials of (mutual) TLS.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newClusterStartCommand(), newClusterStopCommand())
+	cmd.AddCommand(newClusterStartCommand(), newClusterStopCommand(), newClusterCertsCommand())
 	return cmd
 }
 

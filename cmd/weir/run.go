@@ -119,7 +119,7 @@ func (o *runOptions) run(cmd *cobra.Command, prog string, args []string) error {
 	// Without -p, a job runs at the cluster's default parallelism (the
 	// JobManager's parallelism.default), not at the client's CPU count;
 	// the job's own -D and ARGS still override it, since they come later.
-	options := o.flags.defines
+	options := jobDefines(o.flags.defines)
 	if o.parallelism == 0 {
 		cfg, err := client.JobManagerConfig(ctx)
 		if err != nil {
@@ -189,6 +189,21 @@ func warnFewSlots(ctx context.Context, client *cluster.RESTClient, needed int, w
 	fmt.Fprintf(w, "weir run: the job needs %d slots, but the cluster has %d (%d TaskManagers); it waits up to %s for more. "+
 		"Give a lower -p, start more TaskManagers (weir taskmanager), or give them more slots (--slots).\n",
 		needed, ov.SlotsTotal, ov.TaskManagers, wait)
+}
+
+// jobDefines returns the -D options that go to the job: all but the
+// security.* ones, which configure this client's connection to the
+// cluster. A token among them would otherwise appear on the command lines
+// of the job's processes, which every local user can read.
+func jobDefines(defines []string) []string {
+	var out []string
+	for _, d := range defines {
+		if k, _, err := config.ParseDefinition(d); err == nil && strings.HasPrefix(k, "security.") {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // followJob prints a job's progress until it ends.

@@ -20,8 +20,11 @@ type RESTClient struct {
 
 // NewRESTClient returns a client of the REST API at address (host:port, or
 // a URL). With TLS enabled in sec it speaks HTTPS and verifies the server
-// against sec's CA.
+// against sec's CA; with mutual TLS it presents sec's certificate.
 func NewRESTClient(address string, sec Security) (*RESTClient, error) {
+	if err := sec.TLS.check(); err != nil {
+		return nil, err
+	}
 	c := &RESTClient{token: sec.Token, http: &http.Client{}}
 	scheme := "http"
 	if sec.TLS.Enabled {

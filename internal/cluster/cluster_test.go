@@ -509,3 +509,87 @@ func TestJobManagerTLS(t *testing.T) {
 		t.Errorf("totals = %v, want only the TLS TaskManager", got)
 	}
 }
+
+// TestJobManagerMutualTLS runs a JobManager and a TaskManager that
+// require each other's certificates (security.ssl.mutual), and shows that
+// clients without a certificate are refused by RPC and REST.
+func TestJobManagerMutualTLS(t *testing.T) {
+	cert, key := writeSelfSigned(t)
+	sec := Security{TLS: TLSFiles{Enabled: true, Mutual: true, Cert: cert, Key: key, CA: cert}}
+	jm := startJM(t, func(o *JobManagerOptions) { o.Security = sec })
+	runTM(t, jm.RPCAddr(), 2, func(o *TaskManagerOptions) { o.Security = sec })
+	waitTotals(t, jm, [3]int{1, 2, 2})
+	// The JobManager's heartbeats reach the TaskManager's RPC server,
+	// which requires the JobManager's certificate too: the TaskManager
+	// outlives several heartbeat timeouts.
+	time.Sleep(time.Second)
+	if got := totals(jm.Pool()); got != [3]int{1, 2, 2} {
+		t.Fatalf("totals = %v after a second: the JobManager lost the TaskManager", got)
+	}
+
+	rest := strings.TrimPrefix(jm.RESTURL(), "https://")
+	client, err := NewRESTClient(rest, sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if o, err := client.Overview(context.Background()); err != nil || o.SlotsTotal != 2 {
+		t.Errorf("Overview with a client certificate = %+v, %v", o, err)
+	}
+	// A client that trusts the server but has no certificate of its own.
+	anonymous, err := NewRESTClient(rest, Security{TLS: TLSFiles{Enabled: true, CA: cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anonymous.Close()
+	if _, err := anonymous.Overview(context.Background()); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("Overview without a client certificate: err = %v, want a certificate error", err)
+	}
+
+	// A TaskManager with TLS but without mutual TLS presents no client
+	// certificate and cannot register.
+	_, done := runTM(t, jm.RPCAddr(), 1, func(o *TaskManagerOptions) {
+		o.Security = Security{TLS: TLSFiles{Enabled: true, Cert: cert, Key: key, CA: cert}}
+		o.RegistrationTimeout = 300 * time.Millisecond
+	})
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a taskmanager without a client certificate registered")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the taskmanager without a client certificate did not give up")
+	}
+	if got := totals(jm.Pool()); got != [3]int{1, 2, 2} {
+		t.Errorf("totals = %v, want only the mutual-TLS TaskManager", got)
+	}
+}
+
+// TestMutualTLSNeedsEveryFile: a process with mutual TLS on but a file
+// missing fails at its start, naming the missing keys.
+func TestMutualTLSNeedsEveryFile(t *testing.T) {
+	cert, key := writeSelfSigned(t)
+	for _, tc := range []struct {
+		tls  TLSFiles
+		want string
+	}{
+		{TLSFiles{Mutual: true, Cert: cert, Key: key, CA: cert}, "security.ssl.enabled is not"},
+		{TLSFiles{Enabled: true, Mutual: true, Cert: cert, Key: key}, "security.ssl.ca is not set"},
+		{TLSFiles{Enabled: true, Mutual: true, CA: cert}, "security.ssl.cert, security.ssl.key are not set"},
+	} {
+		sec := Security{TLS: tc.tls}
+		_, err := StartJobManager(JobManagerOptions{BindHost: "127.0.0.1", HeartbeatInterval: time.Second, HeartbeatTimeout: time.Second,
+			RPCTimeout: time.Second, Security: sec, Logger: testLogger(t)})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("StartJobManager(%+v): err = %v, want %q", tc.tls, err, tc.want)
+		}
+		_, err = NewTaskManager(TaskManagerOptions{JobManagerAddress: "127.0.0.1:1", Slots: 1, BindHost: "127.0.0.1",
+			RegistrationTimeout: time.Second, RPCTimeout: time.Second, Security: sec, Logger: testLogger(t)})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewTaskManager(%+v): err = %v, want %q", tc.tls, err, tc.want)
+		}
+		if _, err := NewRESTClient("127.0.0.1:1", sec); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewRESTClient(%+v): err = %v, want %q", tc.tls, err, tc.want)
+		}
+	}
+}

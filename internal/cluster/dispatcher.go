@@ -326,6 +326,11 @@ func (d *dispatcher) submit(sub JobSubmission) (string, error) {
 			return "", fmt.Errorf("plan: vertex %q has parallelism %d", v.Name, v.Parallelism)
 		}
 	}
+	sub, dropped := withoutSecurityOptions(sub)
+	if len(dropped) > 0 {
+		d.jm.log.Info("dropped security options from the job's -D: workers need none, and their command lines are visible to local users",
+			"keys", dropped)
+	}
 	cfg, err := jobConfig(sub)
 	if err != nil {
 		return "", err

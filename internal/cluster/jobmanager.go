@@ -62,6 +62,9 @@ func (o *JobManagerOptions) validate() error {
 	case o.SlotRequestTimeout < 0:
 		return fmt.Errorf("slot.request.timeout must not be negative, got %v", o.SlotRequestTimeout)
 	}
+	if err := o.Security.TLS.check(); err != nil {
+		return err
+	}
 	return o.Security.checkBind("JobManager", o.BindHost)
 }
 
@@ -205,7 +208,7 @@ func StartJobManager(opts JobManagerOptions) (*JobManager, error) {
 	}()
 	jm.log.Info("jobmanager started", "id", jm.id, "rpc", jm.RPCAddr(), "rest", jm.RESTURL(),
 		"heartbeat.interval", opts.HeartbeatInterval, "heartbeat.timeout", opts.HeartbeatTimeout,
-		"token", opts.Security.Token != "", "tls", opts.Security.TLS.Enabled)
+		"token", opts.Security.Token != "", "tls", opts.Security.TLS.Enabled, "mutual-tls", opts.Security.TLS.Mutual)
 	return jm, nil
 }
 

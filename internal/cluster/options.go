@@ -13,6 +13,7 @@ func SecurityFrom(cfg *config.Configuration) Security {
 		Token: config.SecurityToken.Get(cfg),
 		TLS: TLSFiles{
 			Enabled: config.SSLEnabled.Get(cfg),
+			Mutual:  config.SSLMutual.Get(cfg),
 			Cert:    config.SSLCert.Get(cfg),
 			Key:     config.SSLKey.Get(cfg),
 			CA:      config.SSLCA.Get(cfg),

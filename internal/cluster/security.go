@@ -39,9 +39,42 @@ type Security struct {
 // TLSFiles names PEM files.
 type TLSFiles struct {
 	Enabled bool
-	Cert    string // certificate chain of this process's servers
-	Key     string // its private key
-	CA      string // CA certificates that clients trust; empty = system roots
+	// Mutual makes servers require a client certificate signed by CA and
+	// clients present Cert and Key; it needs Enabled and all three files.
+	Mutual bool
+	Cert   string // certificate chain of this process (its servers, and its clients with Mutual)
+	Key    string // its private key
+	CA     string // CA certificates that clients (and, with Mutual, servers) trust; empty = system roots
+}
+
+// check refuses settings with which a process could not take part in a
+// cluster with mutual TLS, naming the keys that are missing, so that a
+// process fails at its start rather than at its first connection.
+func (f TLSFiles) check() error {
+	if !f.Mutual {
+		return nil
+	}
+	if !f.Enabled {
+		return errors.New("security.ssl.mutual is true but security.ssl.enabled is not: mutual TLS is TLS; set security.ssl.enabled: true")
+	}
+	var missing []string
+	for _, m := range []struct{ key, file string }{
+		{"security.ssl.cert", f.Cert}, {"security.ssl.key", f.Key}, {"security.ssl.ca", f.CA},
+	} {
+		if m.file == "" {
+			missing = append(missing, m.key)
+		}
+	}
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("security.ssl.mutual is true but %s is not set: with mutual TLS every process, "+
+			"the weir command line too, presents its certificate and key and verifies its peers' against the CA", missing[0])
+	default:
+		return fmt.Errorf("security.ssl.mutual is true but %s are not set: with mutual TLS every process, "+
+			"the weir command line too, presents its certificate and key and verifies its peers' against the CA", strings.Join(missing, ", "))
+	}
 }
 
 // checkBind refuses to serve an address other hosts can reach without a
@@ -79,6 +112,9 @@ func (s Security) warnPlaintextToken(log *slog.Logger, role, host string) {
 }
 
 func (f TLSFiles) serverConfig() (*tls.Config, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
 	if f.Cert == "" || f.Key == "" {
 		return nil, errors.New("security.ssl.enabled is true but security.ssl.cert and security.ssl.key are not both set")
 	}
@@ -86,23 +122,48 @@ func (f TLSFiles) serverConfig() (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("TLS certificate: %w", err)
 	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if f.Mutual {
+		if cfg.ClientCAs, err = loadCA(f.CA); err != nil {
+			return nil, err
+		}
+		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return cfg, nil
 }
 
 func (f TLSFiles) clientConfig() (*tls.Config, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if f.CA != "" {
-		pem, err := os.ReadFile(f.CA)
+		pool, err := loadCA(f.CA)
 		if err != nil {
-			return nil, fmt.Errorf("TLS CA: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("TLS CA: no PEM certificate in %s", f.CA)
+			return nil, err
 		}
 		cfg.RootCAs = pool
 	}
+	if f.Mutual {
+		cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+		if err != nil {
+			return nil, fmt.Errorf("TLS client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
 	return cfg, nil
+}
+
+func loadCA(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("TLS CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("TLS CA: no PEM certificate in %s", file)
+	}
+	return pool, nil
 }
 
 // serverOptions returns the gRPC server options that enforce s.
@@ -196,4 +257,53 @@ func requireToken(token string, log *slog.Logger, h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// withoutSecurityOptions returns sub without the security.* options among
+// its Options and the -D arguments of its Args, and the keys it dropped.
+// They configure a client's connection to the cluster (weir run -D
+// security.token=...); a worker needs none of them, and what the
+// TaskManager passes on appears on the worker's command line, which every
+// local user can read.
+func withoutSecurityOptions(sub JobSubmission) (JobSubmission, []string) {
+	var dropped []string
+	secret := func(def string) bool {
+		k, _, _ := strings.Cut(def, "=")
+		if strings.HasPrefix(strings.TrimSpace(k), "security.") {
+			dropped = append(dropped, strings.TrimSpace(k))
+			return true
+		}
+		return false
+	}
+	var opts []string
+	for _, o := range sub.Options {
+		if !secret(o) {
+			opts = append(opts, o)
+		}
+	}
+	var args []string
+	for i := 0; i < len(sub.Args); i++ {
+		a := sub.Args[i]
+		switch {
+		case (a == "-D" || a == "--D") && i+1 < len(sub.Args):
+			if !secret(sub.Args[i+1]) {
+				args = append(args, a, sub.Args[i+1])
+			}
+			i++
+			continue
+		case strings.HasPrefix(a, "-D="), strings.HasPrefix(a, "--D="):
+			if _, def, _ := strings.Cut(a, "="); secret(def) {
+				continue
+			}
+		case a == "--":
+			args = append(args, sub.Args[i:]...)
+			i = len(sub.Args)
+			continue
+		}
+		args = append(args, a)
+	}
+	if len(dropped) > 0 {
+		sub.Options, sub.Args = opts, args
+	}
+	return sub, dropped
 }

@@ -87,6 +87,9 @@ func NewTaskManager(opts TaskManagerOptions) (*TaskManager, error) {
 	if _, _, err := net.SplitHostPort(opts.JobManagerAddress); err != nil {
 		return nil, fmt.Errorf("jobmanager address %q: want HOST:PORT", opts.JobManagerAddress)
 	}
+	if err := opts.Security.TLS.check(); err != nil {
+		return nil, err
+	}
 	if err := opts.Security.checkBind("TaskManager", opts.BindHost); err != nil {
 		return nil, err
 	}

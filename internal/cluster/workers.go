@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -70,6 +71,9 @@ const (
 	envDataTLSCert = "WEIR_DATA_TLS_CERT"
 	envDataTLSKey  = "WEIR_DATA_TLS_KEY"
 	envDataTLSCA   = "WEIR_DATA_TLS_CA"
+	// With security.ssl.mutual, "true": every data connection's server
+	// requires the client's certificate, signed by the CA.
+	envDataTLSMutual = "WEIR_DATA_TLS_MUTUAL"
 )
 
 // peersFile is the file WEIR_WORKER_PEERS names, which the TaskManager
@@ -143,6 +147,9 @@ func (s *tmService) SubmitJob(ctx context.Context, req *rpcpb.SubmitJobRequest) 
 		return nil, status.Errorf(codes.FailedPrecondition, "taskmanager %s has no registration %s", tm.opts.ResourceID, req.GetRegistrationId())
 	case req.GetJobId() == "" || req.GetAttempt() < 1:
 		return nil, status.Error(codes.InvalidArgument, "a job submission needs a job ID and an attempt number")
+	case !jobIDPattern.MatchString(req.GetJobId()):
+		// It names the attempt's directory: no separators, no "..".
+		return nil, status.Errorf(codes.InvalidArgument, "job ID %q: want letters, digits, '.', '_' and '-', starting with a letter or digit", req.GetJobId())
 	case !sha256Hex.MatchString(req.GetArtifactSha256()):
 		return nil, status.Errorf(codes.InvalidArgument, "artifact %q is not a hex SHA-256", req.GetArtifactSha256())
 	}
@@ -284,6 +291,9 @@ func (w *workers) deploy(a *workerAttempt, req *rpcpb.SubmitJobRequest) {
 					}
 					cmd.Env = append(cmd.Env, env+"="+file)
 				}
+			}
+			if f.Mutual {
+				cmd.Env = append(cmd.Env, envDataTLSMutual+"=true")
 			}
 		}
 	}
@@ -523,6 +533,10 @@ func (a *workerAttempt) fail(msg string) {
 	a.mu.Unlock()
 	a.cancel(workerCancelGrace)
 }
+
+// jobIDPattern is what a TaskManager accepts as a job ID, which becomes
+// part of a directory name; the JobManager's IDs are hex.
+var jobIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // fetch returns the cached executable of an artifact, fetching it from
 // the JobManager first when it is not cached.
