@@ -698,16 +698,8 @@ func (c *localCluster) inject(ctx context.Context, o Options, rng *rand.Rand, ki
 			return "", err
 		}
 		// Resumed in the background, so that the recovery is timed while
-		// it is stopped; stop resumes every TaskManager anyway.
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			select {
-			case <-time.After(o.StopFor):
-			case <-c.quit:
-			}
-			tm.cmd.Process.Signal(syscall.SIGCONT)
-		}()
+		// it is stopped.
+		c.after(o.StopFor, func() { tm.cmd.Process.Signal(syscall.SIGCONT) })
 		return tm.id + " for " + o.StopFor.String(), nil
 	case KillWorker:
 		pids := workerPIDs(d.ID, d.Attempt)
@@ -775,15 +767,7 @@ func (c *localCluster) inject(ctx context.Context, o Options, rng *rand.Rand, ki
 			os.Remove(filler)
 			return "", fmt.Errorf("fallocate: %w", err)
 		}
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			select {
-			case <-time.After(o.FillFor):
-			case <-c.quit:
-			}
-			os.Remove(filler)
-		}()
+		c.after(o.FillFor, func() { os.Remove(filler) })
 		return fmt.Sprintf("%d MiB for %v", free>>20, o.FillFor), nil
 	}
 	return "", fmt.Errorf("unknown fault kind %q", kind)
@@ -820,6 +804,19 @@ func (c *localCluster) remove(tm *taskManager) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.tms = slices.DeleteFunc(c.tms, func(t *taskManager) bool { return t == tm })
+}
+
+// after undoes a fault after d, or at once when the run stops.
+func (c *localCluster) after(d time.Duration, undo func()) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		select {
+		case <-time.After(d):
+		case <-c.quit:
+		}
+		undo()
+	}()
 }
 
 // saveLogs copies the cluster's logs so far next to a failed round's
