@@ -746,7 +746,12 @@ func (c *localCluster) inject(ctx context.Context, o Options, rng *rand.Rand, ki
 		if err != nil {
 			return "", fmt.Errorf("ss -K: %v: %s", err, strings.TrimSpace(string(out)))
 		}
-		return fmt.Sprintf("%d sockets of %s (port %s)", max(strings.Count(string(out), "\n")-1, 0), targets[port], port), nil
+		// ss prints a header, then a line per socket it closed.
+		n := max(strings.Count(string(out), "\n")-1, 0)
+		if n == 0 {
+			return "", fmt.Errorf("no connection of %s (port %s) to cut", targets[port], port)
+		}
+		return fmt.Sprintf("%d sockets of %s (port %s)", n, targets[port], port), nil
 	case FillStorage:
 		if c.storage == "" {
 			return "", errors.New(c.unavailable[FillStorage])
