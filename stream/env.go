@@ -368,6 +368,12 @@ func (env *Environment) ExecuteAsync(ctx context.Context, jobName string) (*JobC
 func (env *Environment) submit(ctx context.Context, jg *graph.JobGraph) (*runtime.Job, error) {
 	mc := &runtime.MiniCluster{Config: env.cfg, Logger: env.logger, Clock: env.clock, Distribution: env.distribution,
 		Authority: env.authority, FirstAttempt: env.firstAttempt, JobID: env.storageKey}
+	if dir := config.CheckpointsDir.Get(env.cfg); mc.JobID == "" && dir != "" {
+		// A local run names its checkpoint directory after a JobID of its
+		// own, which the user needs to find them (and to resume).
+		mc.JobID = string(graph.NewAttemptID())
+		fmt.Fprintf(os.Stderr, "weir: job %q runs as JobID %s; its checkpoints go to %s/%s/\n", jg.JobName, mc.JobID, strings.TrimSuffix(dir, "/"), mc.JobID)
+	}
 	if env.restorePath != "" {
 		cp, err := runtime.LoadCheckpoint(env.restorePath)
 		if err != nil {
