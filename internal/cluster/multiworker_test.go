@@ -384,6 +384,14 @@ func TestJobSpreadTaskManagerLostAndSlotWait(t *testing.T) {
 	b := startScriptedTM(t, jm, "tm-b", 2)
 	id := submitTestJob(t, jm, fourSlotPlan, "restart-strategy.type=none")
 	waitFor(t, 5*time.Second, "attempt 1 deployed", func() bool { return a.submit(id, 1) != nil && b.submit(id, 1) != nil })
+	// Both TaskManagers reported their worker running: the deployment is
+	// over, so that what follows is a lost TaskManager and not a failed
+	// deployment (stopping b's server while the JobManager still waited
+	// for its answer to SubmitJob failed the deployment instead).
+	waitFor(t, 5*time.Second, "both workers RUNNING", func() bool {
+		d := jobDetails(t, jm, id)
+		return len(d.Workers) == 2 && d.Workers[0].State == JobRunning && d.Workers[1].State == JobRunning
+	})
 	b.server.Stop()
 	waitFor(t, 5*time.Second, "job FAILED", func() bool { return jobDetails(t, jm, id).State == JobFailed })
 	if d := jobDetails(t, jm, id); !strings.Contains(d.Error, "taskmanager tm-b of worker 1 was lost") {
