@@ -980,8 +980,8 @@ func (d *dispatcher) taskManagerLost(tmID, why string) {
 // confirmCheckpoint makes a checkpoint of a job's current attempt count:
 // from now on the job restarts from it, and the attempt's sinks may commit
 // what it covers. It refuses every attempt but the current one, and the
-// current one too once its end has been decided (a worker failed, its
-// TaskManager was lost, or it was cancelled): from that moment the restore
+// current one too once its end has been decided (a worker failed or
+// ended, or its TaskManager was lost): from that moment the restore
 // point is fixed, and whatever the attempt still does must stay
 // uncommitted. This is the fence that keeps a paused or partitioned
 // attempt from committing beside the one that replaced it.
@@ -1000,7 +1000,7 @@ func (d *dispatcher) confirmCheckpoint(req *rpcpb.ConfirmCheckpointRequest) erro
 	case IsTerminalJobState(j.state):
 		return status.Errorf(codes.FailedPrecondition, "job %s has ended (%s)", j.id, j.state)
 	case j.terminalSent == attempt:
-		return status.Errorf(codes.FailedPrecondition, "job %s attempt %d has failed or is being cancelled; its checkpoint %d does not count",
+		return status.Errorf(codes.FailedPrecondition, "job %s attempt %d has ended or failed; its checkpoint %d does not count",
 			j.id, attempt, req.GetCheckpointId())
 	case req.GetWorkerIndex() != 0 || len(j.workers) == 0 || j.workers[0].tm != req.GetResourceId():
 		return status.Errorf(codes.FailedPrecondition, "only the leader worker of job %s attempt %d confirms checkpoints, not worker %d on taskmanager %s",
