@@ -103,6 +103,9 @@ func TestClusterPausedTaskManagerCommitsNothing(t *testing.T) {
 	if len(workerPIDs(id, 1)) != 1 {
 		t.Fatalf("the worker of attempt 1 is gone while its taskmanager is stopped; nothing was tested")
 	}
+	// Not synchronisation: a window in which the zombie, running next to
+	// attempt 2, tries to complete checkpoints (before the fence it
+	// committed in this window).
 	time.Sleep(300 * time.Millisecond)
 	resume()
 	deadline := time.Now().Add(15 * time.Second)

@@ -28,7 +28,8 @@ import (
 // checkpoint confirmed, so its sinks commit nothing.
 const envTMGateway = "WEIR_TM_GATEWAY"
 
-// ConfirmCheckpointPath is the gateway's path for stream.worker.
+// confirmCheckpointPath is the gateway's path of a checkpoint
+// confirmation; stream/worker.go posts to the same.
 const confirmCheckpointPath = "/v1/checkpoints/confirm"
 
 // gatewayConfirmRequest is the body of POST /v1/checkpoints/confirm; the

@@ -445,11 +445,6 @@ func (d *deployer) runAttempt(ctx context.Context, a *attempt) error {
 		for _, l := range a.links {
 			group.Go(func() error { return d.readWorker(gctx, a, l) })
 		}
-		// The coordinator keeps one checkpoint in flight, which is all that
-		// execution.checkpointing.max-concurrent-checkpoints accepts.
-		if n := config.CheckpointMaxConcurrent.Get(d.cfg); n != 1 {
-			return fmt.Errorf("runtime: %s = %d: only 1 checkpoint in flight is supported", config.CheckpointMaxConcurrent.Key, n)
-		}
 		c := &coordinator{d: d, a: a, interval: config.CheckpointInterval.Get(d.cfg), timeout: config.CheckpointTimeout.Get(d.cfg),
 			minPause: config.CheckpointMinPause.Get(d.cfg), tolerable: config.TolerableCheckpointFailures.Get(d.cfg)}
 		group.Go(func() error { return c.run(gctx) })

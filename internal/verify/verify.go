@@ -238,8 +238,6 @@ func (o *Options) check() error {
 		return errors.New("verify: no weir binary or no program")
 	case o.Parallelism < 1 || o.TaskManagers < 1 || o.Slots < 1:
 		return fmt.Errorf("verify: parallelism %d, %d taskmanagers with %d slots: each must be at least 1", o.Parallelism, o.TaskManagers, o.Slots)
-	case o.Parallelism > (o.TaskManagers-1)*o.Slots && slices.Contains(o.Faults, KillTaskManager):
-		// Not an error: the job waits for the replacement.
 	case o.MinInterval <= 0 || o.MaxInterval < o.MinInterval:
 		return fmt.Errorf("verify: fault interval %v to %v", o.MinInterval, o.MaxInterval)
 	}
@@ -487,7 +485,11 @@ type taskManager struct {
 	done chan struct{}
 }
 
-var jmAddrs = regexp.MustCompile(`jobmanager rpc=(\S+) rest=(\S+)`)
+// What weir jobmanager and weir run print.
+var (
+	jmAddrs        = regexp.MustCompile(`jobmanager rpc=(\S+) rest=(\S+)`)
+	submittedJobID = regexp.MustCompile(`submitted with JobID ([0-9a-f]+)`)
+)
 
 func startCluster(ctx context.Context, o Options) (*localCluster, error) {
 	c := &localCluster{dir: filepath.Join(o.Dir, "cluster"), weir: o.Weir, quit: make(chan struct{}), defines: []string{
@@ -670,7 +672,7 @@ func (c *localCluster) submit(ctx context.Context, o Options, dir string) (strin
 	if err != nil {
 		return "", fmt.Errorf("weir run: %v\n%s", err, tail(out, 2000))
 	}
-	m := regexp.MustCompile(`submitted with JobID ([0-9a-f]+)`).FindSubmatch(out)
+	m := submittedJobID.FindSubmatch(out)
 	if m == nil {
 		return "", fmt.Errorf("weir run printed no JobID:\n%s", tail(out, 2000))
 	}

@@ -46,6 +46,9 @@ func TestOptionsRefuseWhatCannotWork(t *testing.T) {
 			o.Faults, o.StopFor, o.HeartbeatTimeout = []string{StopTaskManager}, 1, 2
 		}},
 		{"interval", func(o *Options) { o.MinInterval, o.MaxInterval = 2, 1 }},
+		{"interval, with a job larger than the TaskManagers left after a kill", func(o *Options) {
+			o.Faults, o.Parallelism, o.MinInterval, o.MaxInterval = []string{KillTaskManager}, 6, 2, 1
+		}},
 	} {
 		o := base()
 		tt.change(&o)
