@@ -28,6 +28,11 @@ type Query struct {
 	// LoopOutput is Loop that also writes every result to w as a JSON
 	// line, as AttachOutput formats them.
 	LoopOutput func(events iter.Seq[Event], w io.Writer) (int64, error)
+	// AttachDigest is Attach into a DigestSink, whose digest of the
+	// results it returns.
+	AttachDigest func(events *stream.Stream[Event]) (digest func() Digest)
+	// LoopDigest is Loop that returns the digest of the results.
+	LoopDigest func(events iter.Seq[Event]) Digest
 	// WallClock says that the results depend on the processing time (the
 	// windows of Q12): the engine and the loop count the same events, in
 	// windows that need not match.
@@ -45,6 +50,15 @@ func query[R any](name, desc string, q func(*stream.Stream[Event]) *stream.Strea
 			results := q(events)
 			stream.SinkTo(results, file.Text[R](dir, jsonLine[R]), "json-lines")
 			return ToBlackhole(results).Count
+		},
+		AttachDigest: func(events *stream.Stream[Event]) func() Digest {
+			return ToDigest(q(events)).Digest
+		},
+		LoopDigest: func(events iter.Seq[Event]) Digest {
+			var d Digest
+			h := newDigester[R]()
+			loop(events, func(r R) { h.add(&d, r) })
+			return d
 		},
 		Loop: func(events iter.Seq[Event]) int64 {
 			var n int64

@@ -2,9 +2,14 @@ package nexmark
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/weirproject/weir/codec"
 	"github.com/weirproject/weir/connector"
 	"github.com/weirproject/weir/stream"
 )
@@ -80,4 +85,86 @@ func ToBlackhole[T any](s *stream.Stream[T]) *Blackhole[T] {
 	b := &Blackhole[T]{}
 	stream.SinkTo[T](s, b, "Blackhole")
 	return b
+}
+
+// Digest is an order-independent fingerprint of a multiset of results:
+// their number and the sum of their hashes. Engine and loop produce the
+// same digest exactly when they produce the same results, in any order
+// (up to a 64-bit hash collision).
+type Digest struct {
+	Count int64
+	Sum   uint64
+}
+
+func (d Digest) String() string { return fmt.Sprintf("%d results, hash %016x", d.Count, d.Sum) }
+
+// digester hashes values of one result type. Values are hashed through
+// their binary encoding (the codec the network uses) when the type has
+// one, and through their JSON line otherwise.
+type digester[T any] struct {
+	c   codec.Codec[T]
+	buf []byte
+}
+
+func newDigester[T any]() *digester[T] {
+	c, _ := codec.For[T]()
+	return &digester[T]{c: c}
+}
+
+func (h *digester[T]) add(d *Digest, v T) {
+	if h.c != nil {
+		h.buf = h.c.Append(h.buf[:0], v)
+	} else {
+		h.buf = append(h.buf[:0], jsonLine(v)...)
+	}
+	d.Count++
+	// A sum is order-independent; mixing the hash first keeps equal
+	// results from cancelling out as they would under XOR.
+	d.Sum += xxhash.Sum64(h.buf) * 0x9e3779b97f4a7c15
+}
+
+// DigestSink is a sink that drops records as Blackhole does, after
+// adding each to a Digest.
+type DigestSink[T any] struct {
+	mu sync.Mutex
+	d  Digest
+}
+
+// Digest is the digest of the records received so far (complete after
+// the job ends).
+func (s *DigestSink[T]) Digest() Digest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.d
+}
+
+// NewWriter implements connector.Sink.
+func (s *DigestSink[T]) NewWriter(context.Context, connector.SinkContext) (connector.SinkWriter[T], error) {
+	return &digestWriter[T]{s: s, h: newDigester[T]()}, nil
+}
+
+type digestWriter[T any] struct {
+	s *DigestSink[T]
+	h *digester[T]
+	d Digest
+}
+
+func (w *digestWriter[T]) Write(v T, _ int64) error { w.h.add(&w.d, v); return nil }
+
+func (w *digestWriter[T]) Flush() error {
+	w.s.mu.Lock()
+	w.s.d.Count += w.d.Count
+	w.s.d.Sum += w.d.Sum
+	w.s.mu.Unlock()
+	w.d = Digest{}
+	return nil
+}
+
+func (w *digestWriter[T]) Close() error { return nil }
+
+// ToDigest sends s into a new DigestSink.
+func ToDigest[T any](s *stream.Stream[T]) *DigestSink[T] {
+	d := &DigestSink[T]{}
+	stream.SinkTo[T](s, d, "Digest")
+	return d
 }

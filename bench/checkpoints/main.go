@@ -23,12 +23,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
+	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/weirproject/weir/config"
+	"github.com/weirproject/weir/internal/benchstat"
 	"github.com/weirproject/weir/nexmark"
 	"github.com/weirproject/weir/state"
 	"github.com/weirproject/weir/stream"
@@ -87,13 +88,14 @@ func overhead(args []string) error {
 	keys := fs.Int64("keys", 100_000, "distinct keys")
 	backend := fs.String("backend", "hashmap", "state backend: hashmap or pebble")
 	interval := fs.Duration("interval", time.Second, "checkpoint interval of the checkpointed runs")
-	runs := fs.Int("runs", 3, "runs of each kind")
+	runs := fs.Int("runs", 5, "runs of each kind")
 	_ = fs.Parse(args)
 
-	run := func(checkpoint bool) (float64, int, error) {
+	// run returns the records per second by wall-clock and by CPU time.
+	run := func(checkpoint bool) (float64, float64, int, error) {
 		dir, err := os.MkdirTemp("", "weir-bench-checkpoints-")
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 		defer os.RemoveAll(dir)
 		kv := []string{"state.backend.type", *backend, "io.tmp.dirs", dir}
@@ -102,49 +104,54 @@ func overhead(args []string) error {
 		}
 		env, err := newEnv(kv...)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 		n, k := *records, *keys
 		src := stream.FromSource[int64](env, &stream.Generator[int64]{Count: n, Fn: func(i int64) int64 { return i % k }}, "numbers")
 		counts := stream.KeyedProcess[int64, int64, int64](stream.KeyBy(src, func(i int64) int64 { return i }), &counter{})
 		sink := nexmark.ToBlackhole(counts)
-		start := time.Now()
+		runtime.GC()
+		start, cpu := time.Now(), benchstat.ProcessCPU()
 		job, err := env.ExecuteAsync(context.Background(), "running-count")
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 		if err := job.Wait(); err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
+		wall, used := time.Since(start).Seconds(), (benchstat.ProcessCPU() - cpu).Seconds()
 		if sink.Count() != n {
-			return 0, 0, fmt.Errorf("the sink got %d records, want %d", sink.Count(), n)
+			return 0, 0, 0, fmt.Errorf("the sink got %d records, want %d", sink.Count(), n)
 		}
-		return float64(n) / time.Since(start).Seconds(), job.CompletedCheckpoints(), nil
+		return float64(n) / wall, float64(n) / used, job.CompletedCheckpoints(), nil
 	}
-	var plain, checked []float64
-	checkpoints := 0
+	var plain, checked, plainCPU, checkedCPU []float64
+	var checkpoints []float64
 	for r := range *runs {
-		p, _, err := run(false)
+		p, pc, _, err := run(false)
 		if err != nil {
 			return err
 		}
-		c, cps, err := run(true)
+		c, cc, cps, err := run(true)
 		if err != nil {
 			return err
 		}
 		plain, checked = append(plain, p), append(checked, c)
-		checkpoints += cps
-		fmt.Printf("run %d: no checkpoints %.2f M records/s, checkpoint every %v %.2f M records/s (%d checkpoints)\n", r+1, p/1e6, *interval, c/1e6, cps)
+		plainCPU, checkedCPU = append(plainCPU, pc), append(checkedCPU, cc)
+		checkpoints = append(checkpoints, float64(cps))
+		fmt.Printf("run %d: no checkpoints %.2f M records/s (%.2f M per core), checkpoint every %v %.2f M records/s (%.2f M per core, %d checkpoints)\n",
+			r+1, p/1e6, pc/1e6, *interval, c/1e6, cc/1e6, cps)
 	}
-	mp, mc := median(plain), median(checked)
-	fmt.Printf("backend %s, %d records, %d keys: median %.2f vs %.2f M records/s, ratio %.2f\n", *backend, *records, *keys, mp/1e6, mc/1e6, mc/mp)
+	m := func(xs []float64) string {
+		s := benchstat.Of(xs)
+		s.Median, s.Min, s.Max = s.Median/1e6, s.Min/1e6, s.Max/1e6
+		return s.Format("%.2f")
+	}
+	fmt.Printf("backend %s, %d records, %d keys, median (min–max) of %d runs:\n", *backend, *records, *keys, *runs)
+	fmt.Printf("  no checkpoints        %s M records/s, %s M records/s per core\n", m(plain), m(plainCPU))
+	fmt.Printf("  checkpoint every %v  %s M records/s, %s M records/s per core, %s checkpoints\n", *interval, m(checked), m(checkedCPU), benchstat.Of(checkpoints).Format("%.0f"))
+	fmt.Printf("  ratio                 %s, per core %s\n", benchstat.Of(benchstat.Ratios(checked, plain)), benchstat.Of(benchstat.Ratios(checkedCPU, plainCPU)))
 	return nil
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // bigValue is a random value of key k, so that the store cannot compress

@@ -12,11 +12,13 @@
 // the local process and the cluster job (from the JobManager's job
 // duration: scheduling, starting the workers, their rendezvous and the
 // run; not the upload of the executable), checking that both commit the
-// same counts. The table shows the medians.
+// same counts. The table shows the median and min–max of the runs, by
+// wall-clock and by CPU time.
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -25,6 +27,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +36,7 @@ import (
 
 	"github.com/weirproject/weir/connector/file"
 	"github.com/weirproject/weir/examples/wordcount/wc"
+	"github.com/weirproject/weir/internal/benchstat"
 	"github.com/weirproject/weir/internal/cluster"
 )
 
@@ -40,7 +44,7 @@ func main() {
 	words := flag.Int64("words", 20_000_000, "words in the generated text")
 	parallelism := flag.Int("parallelism", 2, "parallelism of the job, locally and on the cluster")
 	taskManagers := flag.Int("taskmanagers", 2, "TaskManager processes; the job's slots are spread over them")
-	runs := flag.Int("runs", 3, "timed runs of each")
+	runs := flag.Int("runs", 5, "timed runs of each")
 	flag.Parse()
 	if err := run(*words, *parallelism, *taskManagers, *runs); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/cluster:", err)
@@ -68,54 +72,82 @@ func run(words int64, p, tms, runs int) error {
 	fmt.Printf("text: %d words, %.0f MiB; parallelism %d; %d TaskManagers with %d slots each\n",
 		words, float64(size)/(1<<20), p, tms, (p+tms-1)/tms)
 
-	loop := timeLoop(input)
 	c, err := startCluster(weir, dir, tms, (p+tms-1)/tms)
 	if err != nil {
 		return err
 	}
 	defer c.stop()
 
-	var local, serialized, remote []time.Duration
+	// Each run times the loop, the local program, the local program with
+	// every record serialized, and the cluster job, in that order, so
+	// that the ratios of the i-th runs compare like with like. CPU time
+	// is the loop's own, the local process's, and the cluster's
+	// processes' (JobManager, TaskManagers and the workers they reaped).
+	var loop, local, serialized, remote, loopCPU, localCPU, serializedCPU, remoteCPU []float64
 	for r := range runs {
+		w, cpu := timeLoop(input)
+		loop, loopCPU = append(loop, w.Seconds()), append(loopCPU, cpu.Seconds())
 		localOut, clusterOut := filepath.Join(dir, fmt.Sprintf("local-%d", r)), filepath.Join(dir, fmt.Sprintf("cluster-%d", r))
-		start := time.Now()
-		if b, err := exec.Command(program, "-p", strconv.Itoa(p), "--input", input, "--output", localOut).CombinedOutput(); err != nil {
-			return fmt.Errorf("local run: %v\n%s", err, b)
+		w, cpu, err := runLocal(program, "-p", strconv.Itoa(p), "--input", input, "--output", localOut)
+		if err != nil {
+			return err
 		}
-		local = append(local, time.Since(start))
+		local, localCPU = append(local, w.Seconds()), append(localCPU, cpu.Seconds())
 		// The same, encoding and decoding every record between tasks as
 		// the network does: the cost of serialization alone.
 		serializedOut := filepath.Join(dir, fmt.Sprintf("serialized-%d", r))
-		start = time.Now()
-		if b, err := exec.Command(program, "-p", strconv.Itoa(p), "--input", input, "--output", serializedOut,
-			"-D", "pipeline.force-serialization=true").CombinedOutput(); err != nil {
-			return fmt.Errorf("local run: %v\n%s", err, b)
+		w, cpu, err = runLocal(program, "-p", strconv.Itoa(p), "--input", input, "--output", serializedOut,
+			"-D", "pipeline.force-serialization=true")
+		if err != nil {
+			return err
 		}
-		serialized = append(serialized, time.Since(start))
+		serialized, serializedCPU = append(serialized, w.Seconds()), append(serializedCPU, cpu.Seconds())
 		os.RemoveAll(serializedOut)
+		cpu0, err := c.cpu()
+		if err != nil {
+			return err
+		}
 		d, err := c.runJob(weir, program, p, input, clusterOut)
 		if err != nil {
 			return err
 		}
-		remote = append(remote, d)
+		cpu1, err := c.cpu()
+		if err != nil {
+			return err
+		}
+		remote, remoteCPU = append(remote, d.Seconds()), append(remoteCPU, (cpu1-cpu0).Seconds())
 		if err := sameLines(localOut, clusterOut); err != nil {
 			return err
 		}
 		os.RemoveAll(localOut)
 		os.RemoveAll(clusterOut)
+		fmt.Fprintf(os.Stderr, "run %d: loop %.2fs, local %.2fs, serialized %.2fs, cluster %.2fs\n", r+1, loop[r], local[r], serialized[r], remote[r])
 	}
-	slices.Sort(local)
-	slices.Sort(serialized)
-	slices.Sort(remote)
-	lm, sm, rm := local[len(local)/2], serialized[len(serialized)/2], remote[len(remote)/2]
-	rate := func(d time.Duration) float64 { return float64(words) / d.Seconds() / 1e6 }
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "run\tseconds\tM words/s\tratio to loop\tratio to local\t")
-	fmt.Fprintf(tw, "loop (1 goroutine)\t%.2f\t%.2f\t1.00\t\t\n", loop.Seconds(), rate(loop))
-	fmt.Fprintf(tw, "local mini cluster p=%d\t%.2f\t%.2f\t%.2f\t1.00\t\n", p, lm.Seconds(), rate(lm), loop.Seconds()/lm.Seconds())
-	fmt.Fprintf(tw, "local, every record serialized\t%.2f\t%.2f\t%.2f\t%.2f\t\n", sm.Seconds(), rate(sm), loop.Seconds()/sm.Seconds(), lm.Seconds()/sm.Seconds())
-	fmt.Fprintf(tw, "%d TaskManagers p=%d\t%.2f\t%.2f\t%.2f\t%.2f\t\n", tms, p, rm.Seconds(), rate(rm), loop.Seconds()/rm.Seconds(), lm.Seconds()/rm.Seconds())
+	fmt.Fprintf(tw, "run\tseconds\tM words/s\tCPU s\tratio to loop\tper core\tratio to local\tper core\t\n")
+	row := func(name string, w, cpu []float64) {
+		wps := benchstat.Of(benchstat.Scale(float64(words)/1e6, w))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, benchstat.Of(w).Format("%.2f"), wps.Format("%.2f"), benchstat.Of(cpu).Format("%.2f"),
+			benchstat.Of(benchstat.Ratios(loop, w)), benchstat.Of(benchstat.Ratios(loopCPU, cpu)),
+			benchstat.Of(benchstat.Ratios(local, w)), benchstat.Of(benchstat.Ratios(localCPU, cpu)))
+	}
+	fmt.Printf("median (min–max) of %d runs\n", runs)
+	row("loop (1 goroutine)", loop, loopCPU)
+	row(fmt.Sprintf("local mini cluster p=%d", p), local, localCPU)
+	row("local, every record serialized", serialized, serializedCPU)
+	row(fmt.Sprintf("%d TaskManagers p=%d", tms, p), remote, remoteCPU)
 	return tw.Flush()
+}
+
+// runLocal runs the program and returns its wall-clock and CPU time.
+func runLocal(program string, args ...string) (time.Duration, time.Duration, error) {
+	cmd := exec.Command(program, args...)
+	start := time.Now()
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		return 0, 0, fmt.Errorf("local run: %v\n%s", err, b)
+	}
+	return time.Since(start), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
 }
 
 // writeText writes lines of about 10 words, drawn with a Zipf
@@ -158,8 +190,9 @@ func writeText(path string, words int64) (int64, error) {
 
 // timeLoop counts the words of the file in one goroutine, the physical
 // limit of the same work.
-func timeLoop(path string) time.Duration {
-	start := time.Now()
+func timeLoop(path string) (time.Duration, time.Duration) {
+	runtime.GC()
+	start, cpu := time.Now(), benchstat.ProcessCPU()
 	f, err := os.Open(path)
 	if err != nil {
 		panic(err)
@@ -171,7 +204,7 @@ func timeLoop(path string) time.Duration {
 	for sc.Scan() {
 		wc.Tokenize(sc.Text(), func(w string) { counts[w]++ })
 	}
-	return time.Since(start)
+	return time.Since(start), benchstat.ProcessCPU() - cpu
 }
 
 type standalone struct {
@@ -256,6 +289,33 @@ func (c *standalone) runJob(weir, program string, p int, input, output string) (
 	}
 	return time.Duration(d.Duration) * time.Millisecond, nil
 }
+
+// cpu is the CPU time the cluster's processes have used, their reaped
+// children (the workers) included, from /proc/PID/stat.
+func (c *standalone) cpu() (time.Duration, error) {
+	var total time.Duration
+	for _, p := range c.procs {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Process.Pid))
+		if err != nil {
+			return 0, err
+		}
+		// Fields after the command name, which is in parentheses: utime
+		// is the 14th field of the line, stime, cutime and cstime follow.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		for _, i := range []int{11, 12, 13, 14} {
+			ticks, err := strconv.ParseInt(f[i], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc/%d/stat: %v", p.Process.Pid, err)
+			}
+			total += time.Duration(ticks) * time.Second / clockTicks
+		}
+	}
+	return total, nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's times: 100 on
+// every Linux architecture Go runs on.
+const clockTicks = 100
 
 func (c *standalone) stop() {
 	if c.client != nil {

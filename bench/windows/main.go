@@ -30,6 +30,7 @@ import (
 
 	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/connector"
+	"github.com/weirproject/weir/internal/benchstat"
 	"github.com/weirproject/weir/stream"
 	"github.com/weirproject/weir/window"
 )
@@ -169,12 +170,6 @@ func engine(events []Event, size time.Duration, p int, defs []string) (result, e
 	return sink.res, err
 }
 
-func median(xs []time.Duration) time.Duration {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 type defineFlag []string
 
 func (d *defineFlag) String() string     { return strings.Join(*d, ",") }
@@ -186,50 +181,55 @@ func main() {
 	perMilli := flag.Int64("rate", 100, "events per millisecond of event time")
 	size := flag.Duration("window", time.Second, "tumbling window size")
 	ps := flag.String("parallelism", "1,2", "comma-separated parallelisms of the engine runs")
-	runs := flag.Int("runs", 3, "timed runs per configuration; the median is reported")
+	runs := flag.Int("runs", 5, "timed runs per configuration; the median and min–max are reported")
 	seed := flag.Uint64("seed", 1, "seed of the generator")
 	var defs defineFlag
 	flag.Var(&defs, "D", "engine option `key=value` (repeatable)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the engine runs to `file`")
 	flag.Parse()
 
-	events := generate(*n, *keys, *perMilli, *seed)
-	fmt.Printf("%s, %d events, %d keys, %v tumbling windows, out-of-orderness %d ms, NumCPU=%d; median of %d runs\n",
-		goruntime.Version(), *n, *keys, *size, bound, goruntime.NumCPU(), *runs)
-
-	var loopTimes []time.Duration
-	var want result
-	for i := 0; i < *runs; i++ {
-		goruntime.GC()
-		start := time.Now()
-		want = loop(events, size.Milliseconds())
-		loopTimes = append(loopTimes, time.Since(start))
-	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tp\tseconds\tevents/s\tratio\tfirings\t")
-	lt := median(loopTimes)
-	fmt.Fprintf(tw, "loop\t1\t%.3f\t%.2fM\t1.00\t%d\t\n", lt.Seconds(), float64(*n)/lt.Seconds()/1e6, want.firings)
-	failed := false
+	var parallelisms []int
 	for _, f := range strings.Split(*ps, ",") {
 		p, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || p < 1 {
 			fmt.Fprintf(os.Stderr, "windows: bad parallelism %q\n", f)
 			os.Exit(2)
 		}
-		var times []time.Duration
-		if *cpuprofile != "" {
-			f, err := os.Create(*cpuprofile)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "windows:", err)
-				os.Exit(1)
+		parallelisms = append(parallelisms, p)
+	}
+	events := generate(*n, *keys, *perMilli, *seed)
+	fmt.Printf("%s, %d events, %d keys, %v tumbling windows, out-of-orderness %d ms, NumCPU=%d; median (min–max) of %d runs, loop and engine alternating\n",
+		goruntime.Version(), *n, *keys, *size, bound, goruntime.NumCPU(), *runs)
+
+	// timed runs body after a GC and returns its wall and CPU seconds.
+	timed := func(body func()) (float64, float64) {
+		goruntime.GC()
+		cpu, start := benchstat.ProcessCPU(), time.Now()
+		body()
+		return time.Since(start).Seconds(), (benchstat.ProcessCPU() - cpu).Seconds()
+	}
+	var loopWall, loopCPU []float64
+	wall, cpu := make([][]float64, len(parallelisms)), make([][]float64, len(parallelisms))
+	var want result
+	failed := false
+	for r := 0; r < *runs; r++ {
+		w, c := timed(func() { want = loop(events, size.Milliseconds()) })
+		loopWall, loopCPU = append(loopWall, w), append(loopCPU, c)
+		for i, p := range parallelisms {
+			if *cpuprofile != "" && r == 0 && i == 0 {
+				f, err := os.Create(*cpuprofile)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "windows:", err)
+					os.Exit(1)
+				}
+				pprof.StartCPUProfile(f)
 			}
-			pprof.StartCPUProfile(f)
-		}
-		for i := 0; i < *runs; i++ {
-			goruntime.GC()
-			start := time.Now()
-			got, err := engine(events, *size, p, defs)
-			times = append(times, time.Since(start))
+			var got result
+			var err error
+			w, c := timed(func() { got, err = engine(events, *size, p, defs) })
+			if *cpuprofile != "" && r == 0 && i == 0 {
+				pprof.StopCPUProfile()
+			}
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "windows:", err)
 				os.Exit(1)
@@ -238,16 +238,23 @@ func main() {
 				fmt.Fprintf(os.Stderr, "windows: engine at parallelism %d fired %+v, the loop %+v\n", p, got, want)
 				failed = true
 			}
+			wall[i], cpu[i] = append(wall[i], w), append(cpu[i], c)
 		}
-		if *cpuprofile != "" {
-			pprof.StopCPUProfile()
-		}
-		et := median(times)
-		fmt.Fprintf(tw, "engine\t%d\t%.3f\t%.2fM\t%.2f\t%d\t\n", p, et.Seconds(), float64(*n)/et.Seconds()/1e6, lt.Seconds()/et.Seconds(), want.firings)
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "mode\tp\tseconds\tM events/s\tratio\tCPU s\tratio per core\tfirings\t")
+	row := func(mode string, p int, w, c []float64) {
+		eps := benchstat.Of(benchstat.Scale(float64(*n)/1e6, w))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t\n", mode, p, benchstat.Of(w).Format("%.3f"), eps.Format("%.2f"),
+			benchstat.Of(benchstat.Ratios(loopWall, w)), benchstat.Of(c).Format("%.2f"), benchstat.Of(benchstat.Ratios(loopCPU, c)), want.firings)
+	}
+	row("loop", 1, loopWall, loopCPU)
+	for i, p := range parallelisms {
+		row("engine", p, wall[i], cpu[i])
 	}
 	tw.Flush()
 	if failed {
 		os.Exit(1)
 	}
-	fmt.Println("engine firings equal the loop's")
+	fmt.Println("engine firings equal the loop's in every run")
 }

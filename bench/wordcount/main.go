@@ -25,7 +25,6 @@ import (
 	"os"
 	goruntime "runtime"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +34,7 @@ import (
 	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/connector"
 	"github.com/weirproject/weir/examples/wordcount/wc"
+	"github.com/weirproject/weir/internal/benchstat"
 	"github.com/weirproject/weir/stream"
 )
 
@@ -65,7 +65,7 @@ func main() {
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the text generator")
 	flag.Float64Var(&o.caps, "caps", 0.01, "fraction of words written with a capital first letter")
 	flag.StringVar(&par, "parallelism", "1,2", "comma-separated parallelisms of the engine runs")
-	flag.IntVar(&o.runs, "runs", 3, "timed runs per configuration; the median is reported")
+	flag.IntVar(&o.runs, "runs", 5, "timed runs per configuration; the median and min–max are reported")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the engine runs (only) to `file`")
 	flag.StringVar(&o.memprofile, "memprofile", "", "write an allocation profile of the engine runs (only) to `file`")
 	flag.StringVar(&o.loopprofile, "loopprofile", "", "write a CPU profile of the loop runs (only) to `file`, for comparison")
@@ -109,18 +109,19 @@ func fatalf(format string, args ...any) {
 
 // Result is one configuration's measurements.
 type Result struct {
-	Mode        string    `json:"mode"` // "loop" or "engine"
-	Parallelism int       `json:"parallelism"`
-	Seconds     []float64 `json:"seconds"` // every run, in order
-	Median      float64   `json:"median_seconds"`
-	WordsPerSec float64   `json:"words_per_second"` // words ÷ median
-	// Ratio is the throughput relative to the loop: loop seconds ÷ seconds.
-	Ratio float64 `json:"ratio_to_loop"`
-	// CPUSeconds is the process's user+system CPU time in the median run
-	// (all goroutines, the GC included): less sensitive than wall time to
-	// other programs competing for the cores.
-	CPUSeconds float64 `json:"cpu_seconds"`
-	// AllocBytesPerWord and GCs are of the median run.
+	Mode        string            `json:"mode"` // "loop" or "engine"
+	Parallelism int               `json:"parallelism"`
+	Seconds     []float64         `json:"seconds"`     // every run, in order
+	CPUSeconds  []float64         `json:"cpu_seconds"` // user+system CPU time of every run (all goroutines, the GC included)
+	Wall        benchstat.Summary `json:"wall_seconds"`
+	CPU         benchstat.Summary `json:"cpu"`
+	WordsPerSec benchstat.Summary `json:"words_per_second"`
+	// Ratio is the throughput relative to the loop, run by run: the
+	// loop's seconds ÷ these seconds; RatioPerCore is the same by CPU
+	// time, which counts every core the engine keeps busy.
+	Ratio        benchstat.Summary `json:"ratio_to_loop"`
+	RatioPerCore benchstat.Summary `json:"ratio_to_loop_per_core"`
+	// AllocBytesPerWord and GCs are of the first run.
 	AllocBytesPerWord float64 `json:"alloc_bytes_per_word"`
 	GCs               uint32  `json:"gcs"`
 	Distinct          int64   `json:"distinct_words"`
@@ -167,97 +168,69 @@ func run(o options) error {
 			o.words, len(lines), float64(size)/1e6, rep.GenerateSec)
 	}
 
-	// The loop: the baseline every engine run is checked against.
-	var loopProfile *os.File
-	if o.loopprofile != "" {
-		f, err := os.Create(o.loopprofile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		loopProfile = f
-	}
-	var want totals
-	loop := measure(o, func() totals {
+	loopRun := func() totals {
 		counts := make(map[string]int64)
 		add := func(w string) { counts[w]++ }
 		for _, line := range lines {
 			wc.Tokenize(line, add)
 		}
 		return mapTotals(counts)
-	}, func(t totals) error {
-		want = t
-		return nil
-	})
-	loop.Mode = "loop"
-	loop.Parallelism = 1
-	loop.Distinct, loop.Sum = want.distinct, want.sum
-	if want.sum != o.words {
-		return fmt.Errorf("the loop counted %d words, the generator wrote %d", want.sum, o.words)
 	}
-	rep.Results = append(rep.Results, loop.Result)
-	if loopProfile != nil {
-		pprof.StopCPUProfile()
-		loopProfile.Close()
+	loop := Result{Mode: "loop", Parallelism: 1}
+	engines := make([]Result, len(o.parallelism))
+	for i, p := range o.parallelism {
+		engines[i] = Result{Mode: "engine", Parallelism: p}
 	}
-
-	if o.cpuprofile != "" {
-		f, err := os.Create(o.cpuprofile)
-		if err != nil {
-			return err
+	var want totals
+	var failed error
+	// The runs alternate between the loop and the engine, so that a
+	// slower moment of a shared machine falls on both and the ratio of
+	// the i-th runs compares like with like.
+	for r := range o.runs {
+		var t totals
+		sample(&loop, o.words, r == 0, func() { t = loopRun() }, profileFile(o.loopprofile, r))
+		if r == 0 {
+			want = t
+			loop.Distinct, loop.Sum = t.distinct, t.sum
+			if want.sum != o.words {
+				return fmt.Errorf("the loop counted %d words, the generator wrote %d", want.sum, o.words)
+			}
+		} else if t != want {
+			return fmt.Errorf("the loop counted differently in run %d", r+1)
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
+		for i, p := range o.parallelism {
+			var got totals
+			sample(&engines[i], o.words, r == 0, func() {
+				if o.memprofile != "" {
+					// Sampled in the engine runs only, so that the
+					// profile's alloc_space holds them alone.
+					goruntime.MemProfileRate = 64 << 10
+					defer func() { goruntime.MemProfileRate = 0 }()
+				}
+				var err error
+				if got, err = runEngine(o, lines, p); err != nil {
+					fatalf("engine at parallelism %d: %v", p, err)
+				}
+			}, profileFile(o.cpuprofile, r*len(o.parallelism)+i))
+			engines[i].Distinct, engines[i].Sum = got.distinct, got.sum
+			if got != want && failed == nil {
+				failed = fmt.Errorf("engine at parallelism %d: %d distinct words, sum %d, fingerprint %x; the loop: %d, %d, %x",
+					p, got.distinct, got.sum, got.fingerprint, want.distinct, want.sum, want.fingerprint)
+				fmt.Fprintln(os.Stderr, "wordcount bench: MISMATCH:", failed)
+			}
 		}
-		defer pprof.StopCPUProfile()
 	}
 	if o.memprofile != "" {
-		// Sampling was off until here, so the profile's alloc_space holds
-		// the engine runs only.
-		goruntime.MemProfileRate = 64 << 10
-		defer func() {
-			goruntime.GC() // publish the last allocations
-			f, err := os.Create(o.memprofile)
-			if err == nil {
-				err = pprof.Lookup("allocs").WriteTo(f, 0)
-				f.Close()
-			}
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "wordcount bench: memprofile:", err)
-			}
-		}()
+		writeMemProfile(o.memprofile)
 	}
-	var failed error
-	for _, p := range o.parallelism {
-		var got totals
-		res := measure(o, func() totals {
-			t, err := runEngine(o, lines, p)
-			if err != nil {
-				fatalf("engine at parallelism %d: %v", p, err)
-			}
-			return t
-		}, func(t totals) error {
-			got = t
-			if t != want {
-				return fmt.Errorf("engine at parallelism %d: %d distinct words, sum %d, fingerprint %x; the loop: %d, %d, %x",
-					p, t.distinct, t.sum, t.fingerprint, want.distinct, want.sum, want.fingerprint)
-			}
-			return nil
-		})
-		if res.err != nil && failed == nil {
-			failed = res.err
-		}
-		res.Mode = "engine"
-		res.Parallelism = p
-		res.Distinct, res.Sum = got.distinct, got.sum
-		rep.Results = append(rep.Results, res.Result)
-	}
+	rep.Results = append(rep.Results, loop)
+	rep.Results = append(rep.Results, engines...)
 	for i := range rep.Results {
 		r := &rep.Results[i]
-		r.Ratio = loop.Median / r.Median
+		r.Wall, r.CPU = benchstat.Of(r.Seconds), benchstat.Of(r.CPUSeconds)
+		r.WordsPerSec = benchstat.Of(benchstat.Scale(float64(o.words), r.Seconds))
+		r.Ratio = benchstat.Of(benchstat.Ratios(loop.Seconds, r.Seconds))
+		r.RatioPerCore = benchstat.Of(benchstat.Ratios(loop.CPUSeconds, r.CPUSeconds))
 	}
 
 	if o.json {
@@ -272,79 +245,74 @@ func run(o options) error {
 	return failed
 }
 
-type measured struct {
-	Result
-	err error
+// profileFile returns the CPU profile's file name for the first run of
+// a configuration (profiles cover one run each: index 0), "" otherwise.
+func profileFile(name string, index int) string {
+	if index == 0 {
+		return name
+	}
+	return ""
 }
 
-// measure runs body o.runs times after a GC each, checks every run's
-// totals, and keeps the median.
-func measure(o options, body func() totals, check func(totals) error) measured {
-	var m measured
-	type sample struct {
-		sec    float64
-		cpu    float64
-		alloc  uint64
-		gcs    uint32
-		totals totals
-	}
-	var samples []sample
-	for range o.runs {
-		goruntime.GC()
-		var before, after goruntime.MemStats
-		goruntime.ReadMemStats(&before)
-		cpu0, start := cpuTime(), time.Now()
-		t := body()
-		sec, cpu := time.Since(start).Seconds(), (cpuTime() - cpu0).Seconds()
-		goruntime.ReadMemStats(&after)
-		if err := check(t); err != nil && m.err == nil {
-			m.err = err
-			fmt.Fprintln(os.Stderr, "wordcount bench: MISMATCH:", err)
+// sample times one run of body after a garbage collection and appends it
+// to r; the first run also records allocations and GCs. With a profile
+// name the run is CPU-profiled into that file.
+func sample(r *Result, words int64, first bool, body func(), profile string) {
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			fatalf("%v", err)
 		}
-		samples = append(samples, sample{sec, cpu, after.TotalAlloc - before.TotalAlloc, after.NumGC - before.NumGC, t})
-		m.Seconds = append(m.Seconds, sec)
-	}
-	sorted := slices.Clone(samples)
-	slices.SortFunc(sorted, func(a, b sample) int {
-		switch {
-		case a.sec < b.sec:
-			return -1
-		case a.sec > b.sec:
-			return 1
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fatalf("%v", err)
 		}
-		return 0
-	})
-	med := sorted[len(sorted)/2]
-	m.Median = med.sec
-	if len(sorted)%2 == 0 {
-		m.Median = (sorted[len(sorted)/2-1].sec + med.sec) / 2
+		defer pprof.StopCPUProfile()
 	}
-	m.WordsPerSec = float64(o.words) / m.Median
-	m.CPUSeconds = med.cpu
-	m.AllocBytesPerWord = float64(med.alloc) / float64(o.words)
-	m.GCs = med.gcs
-	return m
+	goruntime.GC()
+	var before, after goruntime.MemStats
+	goruntime.ReadMemStats(&before)
+	cpu0, start := benchstat.ProcessCPU(), time.Now()
+	body()
+	sec, cpu := time.Since(start).Seconds(), (benchstat.ProcessCPU() - cpu0).Seconds()
+	goruntime.ReadMemStats(&after)
+	r.Seconds = append(r.Seconds, sec)
+	r.CPUSeconds = append(r.CPUSeconds, cpu)
+	if first {
+		r.AllocBytesPerWord = float64(after.TotalAlloc-before.TotalAlloc) / float64(words)
+		r.GCs = after.NumGC - before.NumGC
+	}
+}
+
+func writeMemProfile(name string) {
+	goruntime.GC() // publish the last allocations
+	f, err := os.Create(name)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		f.Close()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "wordcount bench: memprofile:", err)
+	}
 }
 
 func printTable(rep Report) {
 	fmt.Printf("%s, %s, NumCPU=%d, GOMAXPROCS=%d\n", rep.GoVersion, rep.CPU, rep.NumCPU, rep.GOMAXPROCS)
-	fmt.Printf("%d words, %d lines, %.1f MB, vocabulary %d, zipf %g, seed %d; median of %d runs\n",
+	fmt.Printf("%d words, %d lines, %.1f MB, vocabulary %d, zipf %g, seed %d; median (min–max) of %d runs, loop and engine alternating\n",
 		rep.Words, rep.Lines, float64(rep.TextBytes)/1e6, rep.Vocab, rep.Zipf, rep.Seed, rep.Runs)
 	if len(rep.Config) > 0 {
 		fmt.Printf("config: %s\n", strings.Join(rep.Config, " "))
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tp\tseconds\twords/s\tratio\tCPU s\tB/word\tGCs\truns (s)\t")
+	fmt.Fprintln(tw, "mode\tp\tseconds\tM words/s\tratio\tCPU s\tratio per core\tB/word\tGCs\t")
 	for _, r := range rep.Results {
-		runs := make([]string, len(r.Seconds))
-		for i, s := range r.Seconds {
-			runs[i] = strconv.FormatFloat(s, 'f', 3, 64)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.2fM\t%.2f\t%.2f\t%.1f\t%d\t%s\t\n",
-			r.Mode, r.Parallelism, r.Median, r.WordsPerSec/1e6, r.Ratio, r.CPUSeconds, r.AllocBytesPerWord, r.GCs, strings.Join(runs, " "))
+		wps := r.WordsPerSec
+		wps.Median, wps.Min, wps.Max = wps.Median/1e6, wps.Min/1e6, wps.Max/1e6
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t\n",
+			r.Mode, r.Parallelism, r.Wall.Format("%.3f"), wps.Format("%.2f"), r.Ratio, r.CPU.Format("%.2f"), r.RatioPerCore, r.AllocBytesPerWord, r.GCs)
 	}
 	tw.Flush()
-	fmt.Printf("distinct words %d, sum of counts %d (engine totals equal the loop's)\n",
+	fmt.Printf("distinct words %d, sum of counts %d (engine totals equal the loop's in every run)\n",
 		rep.Results[0].Distinct, rep.Results[0].Sum)
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/weirproject/weir/config"
+	"github.com/weirproject/weir/internal/benchstat"
 	"github.com/weirproject/weir/nexmark"
 	"github.com/weirproject/weir/stream"
 )
@@ -39,6 +40,7 @@ type nexmarkOptions struct {
 	output      string
 	loopOutput  string
 	cpuProfile  string
+	runs        int
 	jobManager  string
 	// fromSavepoint and allowNonRestored are set by a TaskManager that
 	// restarts the query from its latest checkpoint (--jobmanager).
@@ -59,7 +61,11 @@ the CPU time and the peak memory.
 
 With --baseline, a hand-written single-goroutine loop then computes the same
 result over the same events, and weir prints the engine's throughput
-relative to the loop's. --output FILE writes the engine's results to FILE
+relative to the loop's, by wall-clock time and per core (CPU time). Both
+sides hash every result, and the command fails unless the engine's results
+equal the loop's (their number and an order-independent hash of their
+contents). --runs N repeats engine and loop alternately N times and prints
+the median and min–max of the runs; ratios are taken run by run. --output FILE writes the engine's results to FILE
 and --baseline-output FILE the loop's, as JSON lines, one result a line.
 
 Queries: ` + queryList() + `. With --pregenerate the events are generated in
@@ -93,6 +99,7 @@ weir follows the job and prints its throughput over the job's run time.`,
 	f.StringVar(&opts.backend, "state-backend", "hashmap", "keyed state backend: hashmap or pebble (state.backend.type)")
 	f.DurationVar(&opts.checkpoint, "checkpoint-interval", 0, "take checkpoints at this interval (execution.checkpointing.interval); 0 takes none")
 	f.StringArrayVarP(&opts.defines, "define", "D", nil, "set a configuration option, key=value (repeatable)")
+	f.IntVar(&opts.runs, "runs", 1, "run the query (and the loop) `N` times, alternately, and print the median and min–max of the runs")
 	f.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the engine's run to `file` (for go tool pprof)")
 	f.StringVar(&opts.output, "output", "", "also write the engine's results as JSON lines to `file`")
 	f.StringVar(&opts.loopOutput, "baseline-output", "", "write the baseline loop's results as JSON lines to `file` (implies --baseline)")
@@ -118,6 +125,12 @@ func (o *nexmarkOptions) validate(cmd *cobra.Command) error {
 	o.query = strings.ToLower(o.query)
 	if o.loopOutput != "" {
 		o.baseline = true
+	}
+	if o.runs < 1 {
+		return usageErrorf(cmd, "--runs %d must be at least 1", o.runs)
+	}
+	if o.runs > 1 && (o.output != "" || o.loopOutput != "") {
+		return usageErrorf(cmd, "--output and --baseline-output write one run's results: use them with --runs 1")
 	}
 	return validateGenerator(cmd, o.events, o.rate, o.parallelism)
 }
@@ -227,54 +240,48 @@ func (o nexmarkOptions) environment() (*stream.Environment, error) {
 func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
 	q := nexmark.Queries[o.query]
 	gen := o.config()
-	env, err := o.environment()
-	if err != nil {
-		return err
-	}
-	input := gen.All(o.events)
-	var src *stream.Stream[nexmark.Event]
+	var events []nexmark.Event
 	if o.pregenerate {
-		events := nexmark.Generate(gen, o.events)
-		input = nexmark.Slice(events)
-		src = nexmark.EventsOf(env, events)
-	} else {
-		src = nexmark.Events(env, gen, o.events)
+		events = nexmark.Generate(gen, o.events)
 	}
-	count := q.Attach
-	var parts string // the sink's directory, when --output asks for a file
-	if o.output != "" {
-		var err error
-		parts, err = os.MkdirTemp(filepath.Dir(o.output), "."+filepath.Base(o.output)+".parts-")
+	var engines, loops []measurement
+	var cfg *config.Configuration
+	for run := range o.runs {
+		env, err := o.environment()
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(parts)
-		count = func(s *stream.Stream[nexmark.Event]) func() int64 { return q.AttachOutput(s, parts) }
-	}
-	results := count(src)
-	if o.cpuProfile != "" {
-		f, err := os.Create(o.cpuProfile)
+		cfg = env.Config()
+		eng, engDigest, err := runNexmarkEngine(ctx, env, q, gen, events, o, run == 0)
 		if err != nil {
-			return fmt.Errorf("nexmark: --cpuprofile: %w", err)
+			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("nexmark: --cpuprofile: %w", err)
+		engines = append(engines, eng)
+		if !o.baseline {
+			continue
 		}
-	}
-	eng, err := measure(func() (int64, error) {
-		err := env.Execute(ctx, "nexmark-"+q.Name)
-		return results(), err
-	})
-	if o.cpuProfile != "" {
-		pprof.StopCPUProfile()
-	}
-	if err != nil {
-		return fmt.Errorf("nexmark %s: %w", q.Name, err)
-	}
-	if parts != "" {
-		if err := concatParts(parts, o.output); err != nil {
-			return fmt.Errorf("nexmark %s: --output: %w", q.Name, err)
+		input := gen.All(o.events)
+		if o.pregenerate {
+			input = nexmark.Slice(events)
+		}
+		var loopDigest nexmark.Digest
+		loop, err := measure(func() (int64, error) {
+			if o.loopOutput != "" {
+				return writeFile(o.loopOutput, func(w io.Writer) (int64, error) { return q.LoopOutput(input, w) })
+			}
+			loopDigest = q.LoopDigest(input)
+			return loopDigest.Count, nil
+		})
+		if err != nil {
+			return fmt.Errorf("nexmark %s: --baseline-output: %w", q.Name, err)
+		}
+		loops = append(loops, loop)
+		switch {
+		case loop.results != eng.results && q.WallClock:
+		case loop.results != eng.results:
+			return fmt.Errorf("nexmark %s: the engine produced %d results, the loop %d", q.Name, eng.results, loop.results)
+		case o.loopOutput == "" && !q.WallClock && loopDigest != engDigest:
+			return fmt.Errorf("nexmark %s: the engine's results differ from the loop's: %v against %v", q.Name, engDigest, loopDigest)
 		}
 	}
 	_, maxRSS := nexmark.ProcessUsage()
@@ -282,37 +289,120 @@ func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
 	fmt.Fprintf(w, "query        %s: %s\n", q.Name, q.Description)
 	fmt.Fprintf(w, "events       %d (%.1f s of event time at %d events/s), parallelism %d, GOMAXPROCS %d\n",
 		o.events, float64(gen.Timestamp(o.events)-gen.BaseTime)/1000, o.rate, o.parallelism, goruntime.GOMAXPROCS(0))
-	fmt.Fprintf(w, "state        %s backend, checkpoints %s\n", config.StateBackend.Get(env.Config()), checkpointsDescription(o.checkpoint))
+	fmt.Fprintf(w, "state        %s backend, checkpoints %s\n", config.StateBackend.Get(cfg), checkpointsDescription(o.checkpoint))
 	if o.pregenerate {
 		fmt.Fprintf(w, "input        generated in memory before timing\n")
 	}
-	fmt.Fprintf(w, "results      %d\n", eng.results)
-	fmt.Fprintf(w, "elapsed      %.3f s\n", eng.elapsed.Seconds())
-	fmt.Fprintf(w, "throughput   %s events/s\n", rate(n, eng.elapsed))
-	fmt.Fprintf(w, "cpu          %.3f s (%.2f cores), %s events/s per core\n", eng.cpu.Seconds(), cores(eng), rate(n, eng.cpu))
-	fmt.Fprintf(w, "memory       peak heap %s, max RSS %s\n", mib(eng.heap), mib(uint64(maxRSS)))
+	if o.runs > 1 {
+		fmt.Fprintf(w, "runs         %d; figures are the median (min–max)\n", o.runs)
+	}
+	elapsed, cpu := series(engines)
+	fmt.Fprintf(w, "results      %d\n", engines[0].results)
+	fmt.Fprintf(w, "elapsed      %s s\n", benchstat.Of(elapsed).Format("%.3f"))
+	fmt.Fprintf(w, "throughput   %s events/s\n", rates(n, elapsed))
+	fmt.Fprintf(w, "cpu          %s s (%s cores), %s events/s per core\n",
+		benchstat.Of(cpu).Format("%.3f"), benchstat.Of(benchstat.Ratios(cpu, elapsed)).Format("%.2f"), rates(n, cpu))
+	fmt.Fprintf(w, "memory       peak heap %s, max RSS %s\n", mib(slices.MaxFunc(engines, byHeap).heap), mib(uint64(maxRSS)))
 	if !o.baseline {
 		return nil
 	}
-	loop, err := measure(func() (int64, error) {
-		if o.loopOutput == "" {
-			return q.Loop(input), nil
-		}
-		return writeFile(o.loopOutput, func(w io.Writer) (int64, error) { return q.LoopOutput(input, w) })
-	})
-	if err != nil {
-		return fmt.Errorf("nexmark %s: --baseline-output: %w", q.Name, err)
-	}
-	fmt.Fprintf(w, "loop         %.3f s, %s events/s, %s events/s per core (%.2f cores), peak heap %s\n",
-		loop.elapsed.Seconds(), rate(n, loop.elapsed), rate(n, loop.cpu), cores(loop), mib(loop.heap))
-	fmt.Fprintf(w, "engine/loop  throughput %.2f, per core %.2f (the engine takes %.2f× the loop's time)\n",
-		ratio(loop.elapsed, eng.elapsed), ratio(loop.cpu, eng.cpu), ratio(eng.elapsed, loop.elapsed))
-	if loop.results != eng.results && q.WallClock {
-		fmt.Fprintf(w, "note         %s windows by processing time: the engine and the loop need not find the same windows\n", q.Name)
-	} else if loop.results != eng.results {
-		return fmt.Errorf("nexmark %s: the engine produced %d results, the loop %d", q.Name, eng.results, loop.results)
+	loopElapsed, loopCPU := series(loops)
+	fmt.Fprintf(w, "loop         %s s, %s events/s, %s events/s per core (%s cores), peak heap %s\n",
+		benchstat.Of(loopElapsed).Format("%.3f"), rates(n, loopElapsed), rates(n, loopCPU),
+		benchstat.Of(benchstat.Ratios(loopCPU, loopElapsed)).Format("%.2f"), mib(slices.MaxFunc(loops, byHeap).heap))
+	fmt.Fprintf(w, "engine/loop  throughput %s, per core %s\n",
+		benchstat.Of(benchstat.Ratios(loopElapsed, elapsed)), benchstat.Of(benchstat.Ratios(loopCPU, cpu)))
+	switch {
+	case q.WallClock:
+		fmt.Fprintf(w, "note         %s windows by processing time: the engine and the loop need not find the same windows, so their results are not compared\n", q.Name)
+	case o.loopOutput != "":
+		fmt.Fprintf(w, "checked      the engine and the loop produced %d results each\n", engines[0].results)
+	case !q.WallClock:
+		fmt.Fprintf(w, "checked      the engine's results equal the loop's (count and order-independent hash)\n")
 	}
 	return nil
+}
+
+// runNexmarkEngine runs the query once on env and measures it. With
+// --baseline it sends the results into a digest, to be compared with the
+// loop's; profile says to honour --cpuprofile and --output (the first
+// run only).
+func runNexmarkEngine(ctx context.Context, env *stream.Environment, q nexmark.Query, gen nexmark.Config, events []nexmark.Event, o nexmarkOptions, first bool) (measurement, nexmark.Digest, error) {
+	var src *stream.Stream[nexmark.Event]
+	if events != nil {
+		src = nexmark.EventsOf(env, events)
+	} else {
+		src = nexmark.Events(env, gen, o.events)
+	}
+	var parts string // the sink's directory, when --output asks for a file
+	var results func() int64
+	var digest func() nexmark.Digest
+	switch {
+	case o.output != "" && first:
+		var err error
+		parts, err = os.MkdirTemp(filepath.Dir(o.output), "."+filepath.Base(o.output)+".parts-")
+		if err != nil {
+			return measurement{}, nexmark.Digest{}, err
+		}
+		defer os.RemoveAll(parts)
+		results = q.AttachOutput(src, parts)
+	case o.baseline:
+		digest = q.AttachDigest(src)
+		results = func() int64 { return digest().Count }
+	default:
+		results = q.Attach(src)
+	}
+	if o.cpuProfile != "" && first {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return measurement{}, nexmark.Digest{}, fmt.Errorf("nexmark: --cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return measurement{}, nexmark.Digest{}, fmt.Errorf("nexmark: --cpuprofile: %w", err)
+		}
+	}
+	eng, err := measure(func() (int64, error) {
+		err := env.Execute(ctx, "nexmark-"+q.Name)
+		return results(), err
+	})
+	if o.cpuProfile != "" && first {
+		pprof.StopCPUProfile()
+	}
+	if err != nil {
+		return eng, nexmark.Digest{}, fmt.Errorf("nexmark %s: %w", q.Name, err)
+	}
+	if parts != "" {
+		if err := concatParts(parts, o.output); err != nil {
+			return eng, nexmark.Digest{}, fmt.Errorf("nexmark %s: --output: %w", q.Name, err)
+		}
+	}
+	var d nexmark.Digest
+	if digest != nil {
+		d = digest()
+	}
+	return eng, d, nil
+}
+
+// series returns the runs' elapsed and CPU seconds.
+func series(ms []measurement) (elapsed, cpu []float64) {
+	for _, m := range ms {
+		elapsed = append(elapsed, m.elapsed.Seconds())
+		cpu = append(cpu, m.cpu.Seconds())
+	}
+	return elapsed, cpu
+}
+
+func byHeap(a, b measurement) int { return cmp.Compare(a.heap, b.heap) }
+
+// rates formats n events over each run's seconds as events/s: the median
+// and, for several runs, the range.
+func rates(n float64, seconds []float64) string {
+	s := benchstat.Of(benchstat.Scale(n, seconds))
+	if s.N <= 1 {
+		return thousands(int64(s.Median))
+	}
+	return fmt.Sprintf("%s (%s–%s)", thousands(int64(s.Median)), thousands(int64(s.Min)), thousands(int64(s.Max)))
 }
 
 // concatParts writes the part files that the text file sink committed
@@ -388,20 +478,6 @@ func rate(n float64, d time.Duration) string {
 		return "-"
 	}
 	return thousands(int64(n / d.Seconds()))
-}
-
-func cores(m measurement) float64 {
-	if m.elapsed <= 0 {
-		return 0
-	}
-	return m.cpu.Seconds() / m.elapsed.Seconds()
-}
-
-func ratio(a, b time.Duration) float64 {
-	if b <= 0 {
-		return 0
-	}
-	return a.Seconds() / b.Seconds()
 }
 
 func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

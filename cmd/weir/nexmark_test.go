@@ -27,6 +27,19 @@ func TestNexmarkQ1(t *testing.T) {
 	}
 }
 
+func TestNexmarkRunsChecksEveryRun(t *testing.T) {
+	t.Parallel()
+	stdout, stderr, code := weir(t, "nexmark", "--query", "q5", "--events", "20000", "--baseline", "--runs", "3", "-p", "2")
+	if code != 0 {
+		t.Fatalf("weir nexmark: exit status %d\nstderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{"runs         3; figures are the median (min–max)", "engine/loop  throughput ", "–", "checked      the engine's results equal the loop's"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output does not contain %q:\n%s", want, stdout)
+		}
+	}
+}
+
 func TestNexmarkUsage(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
@@ -34,6 +47,8 @@ func TestNexmarkUsage(t *testing.T) {
 		{"nexmark", "--query", "q99"},
 		{"nexmark", "--query", "q1", "--events", "-1"},
 		{"nexmark", "--query", "q1", "--parallelism", "0"},
+		{"nexmark", "--query", "q1", "--runs", "0"},
+		{"nexmark", "--query", "q1", "--runs", "2", "--output", "x.jsonl"},
 	} {
 		_, stderr, code := weir(t, args...)
 		if code != exitUsage {
