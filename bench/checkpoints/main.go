@@ -1,12 +1,12 @@
 // Command checkpoints measures what checkpoints cost.
 //
 //	go run ./bench/checkpoints overhead [--records N] [--keys K] [--backend hashmap|pebble] [--interval 1s] [--runs R]
-//	go run ./bench/checkpoints pebble [--gib 1] [--dir DIR]
+//	go run ./bench/checkpoints pebble [--gib 1] [--checkpoints 4] [--dir DIR]
 //
 // overhead runs a keyed running count (generator → keyBy → count in keyed
 // state → blackhole) with and without periodic checkpoints to a
-// directory, alternating, and prints the median throughput of each and
-// their ratio.
+// directory, alternating, and prints the median and min–max throughput of
+// each and their ratio, by wall clock and per core.
 //
 // pebble builds about --gib GiB of incompressible Pebble state, then
 // takes incremental checkpoints while a few keys change, then full

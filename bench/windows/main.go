@@ -4,7 +4,8 @@
 // the engine: the source, watermarks, the KeyBy exchange, the window
 // operator's state and timers.
 //
-//	go run ./bench/windows [--events N] [--keys K] [--window D] [--parallelism 1,2] [--runs R]
+//	go run ./bench/windows [--events N] [--keys K] [--rate R] [--window D] [--parallelism 1,2]
+//	    [--runs R] [--seed S] [--cpuprofile FILE] [-D key=value]...
 //
 // Events are generated in memory: event i has key rand(K) and timestamp
 // i/rate ms plus a jitter below the out-of-orderness bound, so that no

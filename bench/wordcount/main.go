@@ -3,16 +3,18 @@
 // tokenizer (wc.Tokenize), so that the ratio between the two is the cost of
 // the engine itself: sources, chaining, the exchange, keyed state.
 //
-//	go run ./bench/wordcount [--words N] [--vocab V] [--zipf S] [--seed N]
-//	    [--parallelism 1,2] [--runs R] [--cpuprofile FILE] [--json]
-//	    [-D key=value]...
+//	go run ./bench/wordcount [--words N] [--vocab V] [--zipf S] [--seed N] [--caps F]
+//	    [--parallelism 1,2] [--runs R] [--cpuprofile FILE] [--memprofile FILE]
+//	    [--loopprofile FILE] [--json] [-D key=value]...
 //
 // The text is generated once: lines of about 10 words drawn from a Zipf
 // distribution over a vocabulary of random lower-case words (a few of them
 // capitalized), separated by spaces and punctuation. Each timed run starts
-// after a garbage collection; the table shows the median of the runs. The
-// engine runs in BATCH mode, so every distinct word reaches the sink once,
-// and a counting sink checks the engine's totals against the loop's.
+// after a garbage collection; loop and engine runs alternate, and the
+// table shows the median and min–max of the runs, by wall clock and by
+// CPU time (the ratio per core). The engine runs in BATCH mode, so every
+// distinct word reaches the sink once, and a counting sink checks the
+// engine's totals against the loop's.
 package main
 
 import (

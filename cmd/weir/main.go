@@ -3,7 +3,9 @@
 //	weir plan [--json] [-p N] [-D key=value]... PROGRAM [ARGS...]
 //	weir run [-d] [-p N] [-s PATH] [--jobmanager HOST:PORT] PROGRAM [ARGS...]
 //	weir list | cancel JOBID | savepoint JOBID DIR | stop --savepoint-path DIR JOBID
-//	weir jobmanager | taskmanager | cluster start|stop
+//	weir jobmanager | taskmanager | cluster start|stop|certs
+//	weir nexmark --query NAME [--jobmanager HOST:PORT] | nexmark generate
+//	weir verify [flags] PROGRAM [ARGS...]
 //	weir version
 //
 // Run "weir help" for the list of commands and "weir help COMMAND" for

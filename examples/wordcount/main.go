@@ -1,17 +1,26 @@
-// WordCount counts the words of a text file (or of a small embedded text)
-// on the local mini cluster and prints "word count" lines.
+// WordCount counts the words of a text file or directory (or of a small
+// embedded text) on the local mini cluster, or on a cluster with
+// weir run, and prints "word count" lines.
 //
 //	go run ./examples/wordcount --input FILE [--output DIR] [--parallelism N]
+//	    [--count-parallelism N] [--rate LINES_PER_SECOND]
 //
 // With --mode streaming it emits the running count of a word after every
 // occurrence instead of the final counts, takes checkpoints when asked to
-// (--checkpoint-interval, --checkpoint-dir) and resumes from one with
+// (--checkpoint-interval, --checkpoint-dir; the run prints its JobID and
+// checkpoint directory on standard error) and resumes from one with
 // --from-savepoint (Ctrl-C keeps the checkpoints too); with --output its
 // committed part files then hold every running count exactly once, however
 // often the job failed and resumed:
 //
 //	go run ./examples/wordcount --mode streaming --input FILE --output DIR \
 //	    --checkpoint-interval 1s --checkpoint-dir /tmp/chk
+//	go run ./examples/wordcount --mode streaming --input FILE --output DIR \
+//	    --checkpoint-interval 1s --checkpoint-dir /tmp/chk --from-savepoint /tmp/chk/<job-id>/chk-<n>
+//
+// --rate caps the lines read a second, to watch a streaming run or stop
+// it midway; --count-parallelism runs the keyed count and the sink at
+// another parallelism than the source and tokenizer.
 package main
 
 import (

@@ -1,9 +1,9 @@
-// Package network is the data plane between TaskManager processes: one
-// multiplexed TCP connection per pair of processes (yamux streams, one per
-// logical channel), a handshake with an optional shared secret and TLS, and
-// Flink-style credit-based flow control per channel so that a slow consumer
-// backpressures its producer instead of growing memory. docs/network.md
-// describes the protocol.
+// Package network is the data plane between the worker processes of a job
+// spread over several TaskManagers: one multiplexed TCP connection per pair
+// of processes (yamux streams, one per logical channel), a handshake with
+// an optional shared secret and TLS, and Flink-style credit-based flow
+// control per channel so that a slow consumer backpressures its producer
+// instead of growing memory. docs/network.md describes the protocol.
 package network
 
 import (
