@@ -258,4 +258,10 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println("engine firings equal the loop's in every run")
+	for i, p := range parallelisms {
+		if p == 1 {
+			fmt.Printf("target at parallelism 1: ≥ 0.5 of the loop; per core %s, by the clock %s\n",
+				benchstat.Of(benchstat.Ratios(loopCPU, cpu[i])).Verdict(0.5), benchstat.Of(benchstat.Ratios(loopWall, wall[i])).Verdict(0.5))
+		}
+	}
 }

@@ -298,6 +298,9 @@ func writeMemProfile(name string) {
 	}
 }
 
+// targets are the engine/loop targets by parallelism.
+var targets = map[int]float64{1: 0.5, 2: 0.9}
+
 func printTable(rep Report) {
 	fmt.Printf("%s, %s, NumCPU=%d, GOMAXPROCS=%d\n", rep.GoVersion, rep.CPU, rep.NumCPU, rep.GOMAXPROCS)
 	fmt.Printf("%d words, %d lines, %.1f MB, vocabulary %d, zipf %g, seed %d; median (min–max) of %d runs, loop and engine alternating\n",
@@ -316,6 +319,12 @@ func printTable(rep Report) {
 	tw.Flush()
 	fmt.Printf("distinct words %d, sum of counts %d (engine totals equal the loop's in every run)\n",
 		rep.Results[0].Distinct, rep.Results[0].Sum)
+	for _, r := range rep.Results {
+		if target, ok := targets[r.Parallelism]; ok && r.Mode == "engine" {
+			fmt.Printf("target at parallelism %d: ≥ %.1f of the loop; per core %s, by the clock %s\n",
+				r.Parallelism, target, r.RatioPerCore.Verdict(target), r.Ratio.Verdict(target))
+		}
+	}
 }
 
 // runEngine runs wc.Build over the lines at parallelism p in batch mode.
