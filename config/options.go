@@ -41,7 +41,8 @@ const (
 var (
 	Parallelism = intOption("parallelism.default", 0, 0, math.MaxInt,
 		"Parallelism of operators that do not set their own. "+
-			"0 means the number of CPU cores (local execution).")
+			"0 means the number of CPU cores in a local run; a JobManager treats 0 as 1, and a job submitted "+
+			"to it without -p takes the JobManager's value.")
 
 	MaxParallelism = intOption("pipeline.max-parallelism", 0, 0, 32768,
 		"Upper bound for rescaling: the number of key groups that keyed state is split into, "+
@@ -209,7 +210,8 @@ var (
 	StateBackend = enumOption("state.backend.type", StateBackendHashMap,
 		[]string{StateBackendHashMap, StateBackendPebble},
 		"Where keyed state lives: hashmap keeps it as objects in memory; "+
-			"pebble keeps it serialized in an embedded Pebble store on local disk, for state larger than memory.")
+			"pebble keeps it serialized in an embedded Pebble store on local disk, for state larger than memory. "+
+			"Window operators keep their state on the heap whichever is chosen.")
 
 	CheckpointInterval = durationOption("execution.checkpointing.interval", 0, false,
 		"Interval between the starts of two checkpoints. 0 disables checkpointing.")
@@ -249,7 +251,8 @@ var (
 		[]string{RetentionDeleteOnCancellation, RetentionRetainOnCancellation},
 		"What happens to the checkpoints in state.checkpoints.dir when the job is cancelled: "+
 			"DELETE_ON_CANCELLATION removes them, RETAIN_ON_CANCELLATION keeps them for --from-savepoint. "+
-			"They are always kept when the job fails.")
+			"They are always kept when the job fails. On a cluster the JobManager removes them, and reads this "+
+			"option from the job's -D settings only.")
 
 	NumRetainedCheckpoints = intOption("state.checkpoints.num-retained", 1, 1, math.MaxInt,
 		"Completed checkpoints kept in state.checkpoints.dir; older ones are deleted.")
@@ -264,7 +267,8 @@ var (
 
 	IncrementalCheckpoints = boolOption("state.backend.incremental", true,
 		"With the pebble backend and a checkpoint directory, checkpoints upload only the store's files that no "+
-			"earlier checkpoint uploaded, into <dir>/<job-id>/shared/. false uploads all of them into each "+
+			"earlier checkpoint uploaded, into <dir>/<job-id>/shared/ (on a cluster shared/attempt-<k>/, one per "+
+			"attempt). false uploads all of them into each "+
 			"checkpoint's own directory (full checkpoints). Savepoints are always full and self-contained.")
 
 	PebbleBlockCacheSize = memoryOption("state.backend.pebble.block-cache-size", 32<<20, 1<<20,
@@ -277,7 +281,8 @@ var (
 
 	CheckpointsDir = stringOption("state.checkpoints.dir", "",
 		"Directory where completed checkpoints are written as <dir>/<job-id>/chk-<n>/_metadata plus state files, "+
-			"with the files of incremental snapshots in <dir>/<job-id>/shared/: a path, a file:// URI, or "+
+			"with the files of incremental snapshots in <dir>/<job-id>/shared/ (shared/attempt-<k>/ per attempt on "+
+			"a cluster): a path, a file:// URI, or "+
 			"s3://bucket/dir (query parameters region, endpoint, use_path_style, anonymous; credentials from the "+
 			"usual AWS environment variables or files). Empty keeps checkpoints in memory (the jobmanager storage), "+
 			"which survives task failures but not the process.")

@@ -86,6 +86,9 @@ type workerConfirmRequest struct {
 	CheckpointID int64  `json:"checkpointId"`
 	Path         string `json:"path"`
 	Savepoint    bool   `json:"savepoint"`
+	// RetainOnCancellation tells the JobManager, which removes a
+	// cancelled job's checkpoints, what the program configured.
+	RetainOnCancellation bool `json:"retainOnCancellation"`
 }
 
 // workerConfirmTimeout bounds a confirmation; the TaskManager gives up on
@@ -98,11 +101,15 @@ type gatewayAuthority struct {
 	url   string
 	token string
 	req   workerConfirmRequest // job and attempt
+	// cfg is the job's configuration, read at every confirmation: the
+	// program may set the retention after the worker started.
+	cfg *config.Configuration
 }
 
 func (g *gatewayAuthority) ConfirmCheckpoint(ctx context.Context, id int64, path string, savepoint bool) error {
 	req := g.req
 	req.CheckpointID, req.Path, req.Savepoint = id, path, savepoint
+	req.RetainOnCancellation = config.ExternalizedRetention.Get(g.cfg) == config.RetentionRetainOnCancellation
 	body, err := json.Marshal(req)
 	if err != nil {
 		return err
@@ -233,15 +240,17 @@ func (w *worker) prepare(ctx context.Context, env *Environment) error {
 	}
 	// Cluster attempts count from 1, a job's executions from 0.
 	env.firstAttempt = attempt - 1
-	// Checkpoints go to <dir>/<job-id>-<attempt>/: the JobID the user
-	// sees, and a directory of the attempt's own, which no zombie of an
-	// earlier attempt writes into.
-	env.storageKey = w.jobID + "-" + strconv.Itoa(attempt)
+	// Checkpoints go to <dir>/<job-id>/, the JobID the user sees, for
+	// every attempt: each claims the chk-<n> directories it writes, so
+	// that no zombie of an earlier attempt writes into one of this
+	// attempt's (see runtime's checkpointStorage).
+	env.storageKey = w.jobID
 	if gw := os.Getenv(WorkerGatewayEnv); gw != "" {
 		env.authority = &gatewayAuthority{
 			url:   "http://" + gw + workerConfirmPath,
 			token: w.token,
 			req:   workerConfirmRequest{JobID: w.jobID, Attempt: attempt},
+			cfg:   env.cfg,
 		}
 	}
 	w.faultSignals = config.FaultInjectionSignals.Get(env.cfg)

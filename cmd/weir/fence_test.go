@@ -67,9 +67,9 @@ func TestClusterPausedTaskManagerCommitsNothing(t *testing.T) {
 	if len(d.Workers) != 1 {
 		t.Fatalf("want the job in one worker on one taskmanager, got %+v", d.Workers)
 	}
-	if chks, _ := filepath.Glob(filepath.Join(dir, "chk", id+"-1", "chk-*")); len(chks) == 0 {
+	if chks, _ := filepath.Glob(filepath.Join(dir, "chk", id, "chk-*", "_metadata")); len(chks) == 0 {
 		entries, _ := os.ReadDir(filepath.Join(dir, "chk"))
-		t.Fatalf("no checkpoint under <dir>/%s-1/, named by the JobID; the directory holds %v", id, entries)
+		t.Fatalf("no checkpoint under <dir>/%s/, named by the JobID; the directory holds %v", id, entries)
 	}
 	var victim *proc
 	for _, tm := range tms {
@@ -124,12 +124,12 @@ func TestClusterPausedTaskManagerCommitsNothing(t *testing.T) {
 	if diff := diffLines(committedLines(t, out), clean); diff != "" {
 		t.Errorf("after a paused taskmanager resumed, the committed output differs from the failure-free run: %s", diff)
 	}
-	// The attempts wrote their checkpoints under <dir>/<job-id>-<attempt>;
-	// once the job finished, the JobManager removes them (no worker may:
-	// the zombie could not know whether a restart still needed its own).
+	// The attempts wrote their checkpoints under <dir>/<job-id>; once the
+	// job finished, the JobManager removes them (no worker may: the
+	// zombie could not know whether a restart still needed its own).
 	deadline = time.Now().Add(10 * time.Second)
 	for {
-		left, _ := filepath.Glob(filepath.Join(dir, "chk", id+"-*"))
+		left, _ := filepath.Glob(filepath.Join(dir, "chk", id+"*"))
 		if len(left) == 0 {
 			break
 		}
@@ -140,4 +140,53 @@ func TestClusterPausedTaskManagerCommitsNothing(t *testing.T) {
 	}
 	t.Logf("attempts %d, checkpoints %d; the resumed taskmanager said: %v", d.Attempt, d.Checkpoints.Completed,
 		strings.Contains(victim.stderr.String(), "refused a checkpoint"))
+}
+
+// TestClusterCheckpointsUnderJobIDKeptWhenProgramRetains: a job's
+// checkpoints lie under <dir>/<job-id>/ (the JobID weir run and weir list
+// show), and a program that asks in its own code to retain them on
+// cancellation (examples/wordcount --mode streaming does) keeps them when
+// it is cancelled on a cluster, although its -D settings say nothing: the
+// JobManager, which removes a cancelled job's checkpoints, learns the
+// program's setting from its checkpoint confirmations.
+func TestClusterCheckpointsUnderJobIDKeptWhenProgramRetains(t *testing.T) {
+	needGo(t)
+	t.Parallel()
+	_, _, rest, _ := startCluster(t, nil, []int{1})
+	client, err := cluster.NewRESTClient(rest, cluster.Security{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	wc := buildWordCount(t)
+	dir := t.TempDir()
+	input := filepath.Join(dir, "input.txt")
+	if err := os.WriteFile(input, []byte(wordText(20000, 3)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chk := filepath.Join(dir, "chk")
+	stdout, stderr, code := weir(t, "run", "-d", "--jobmanager", strings.TrimPrefix(rest, "http://"), wc,
+		"--mode", "streaming", "--input", input, "--output", filepath.Join(dir, "out"), "--rate", "500",
+		"--checkpoint-interval", "100ms", "--checkpoint-dir", "file://"+chk)
+	if code != exitOK {
+		t.Fatalf("weir run -d: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	id := jobID(t, stdout)
+	waitJob(t, client, id, 30*time.Second, "2 completed checkpoints", func(d cluster.JobDetails) bool {
+		return d.State == cluster.JobRunning && d.Checkpoints.Completed >= 2
+	})
+	entries, _ := os.ReadDir(chk)
+	if len(entries) != 1 || entries[0].Name() != id {
+		t.Fatalf("%s holds %v; want one directory named by the JobID %s", chk, entries, id)
+	}
+	if _, stderr, code := weir(t, "cancel", "--jobmanager", strings.TrimPrefix(rest, "http://"), id); code != exitOK {
+		t.Fatalf("weir cancel: exit %d\n%s", code, stderr)
+	}
+	waitJob(t, client, id, 30*time.Second, "cancelled", func(d cluster.JobDetails) bool { return d.State == cluster.JobCanceled })
+	// The JobManager removes checkpoints in the background: give it time
+	// to do so wrongly.
+	time.Sleep(time.Second)
+	if chks, _ := filepath.Glob(filepath.Join(chk, id, "chk-*", "_metadata")); len(chks) == 0 {
+		t.Fatalf("the cancelled job's checkpoints are gone from %s, though its program retains them on cancellation", filepath.Join(chk, id))
+	}
 }

@@ -50,8 +50,8 @@ inspects such programs.`,
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &usageError{cmd: cmd, err: err}
 	})
-	// Job commands; cluster commands (jobmanager, taskmanager) and job
-	// management (run, list, cancel, savepoint) will join them here.
+	// The cluster's processes, job management, and the tools that run
+	// jobs locally.
 	root.AddCommand(
 		newJobManagerCommand(),
 		newTaskManagerCommand(),

@@ -255,12 +255,15 @@ type job struct {
 	// chkRoot is the checkpoint storage the attempts write under, once
 	// one confirmed a checkpoint; the JobManager empties it of the job's
 	// directories when the job ends for good.
-	chkRoot      string
-	err          string
-	created, end time.Time
-	cancel       bool // requested
-	terminalSent int  // attempt whose end was passed to the goroutine
-	triggers     map[string]*savepointTrigger
+	chkRoot string
+	// retainOnCancel is the retention the job's program configured, as
+	// its latest confirmation reported it.
+	retainOnCancel bool
+	err            string
+	created, end   time.Time
+	cancel         bool // requested
+	terminalSent   int  // attempt whose end was passed to the goroutine
+	triggers       map[string]*savepointTrigger
 }
 
 type jobEvent struct {
@@ -507,7 +510,7 @@ func (d *dispatcher) end(j *job, err error) {
 // for good: finished, or cancelled without RETAIN_ON_CANCELLATION (a
 // failed job keeps them, for --from-savepoint). The workers leave them:
 // only the JobManager knows that no attempt will restore them. Every
-// attempt wrote under <root>/<job-id>-<attempt>/, root being where the
+// attempt wrote under <root>/<job-id>/, root being where the
 // confirmed checkpoints lie; savepoints are the user's and stay.
 func (d *dispatcher) discardCheckpointsLocked(j *job) {
 	if j.chkRoot == "" {
@@ -516,16 +519,18 @@ func (d *dispatcher) discardCheckpointsLocked(j *job) {
 	switch j.state {
 	case JobFinished:
 	case JobCanceled:
+		// The program may set the retention in its code, which only its
+		// workers see; -D settings count too.
+		if j.retainOnCancel {
+			return
+		}
 		if cfg, err := jobConfig(j.sub); err != nil || config.ExternalizedRetention.Get(cfg) == config.RetentionRetainOnCancellation {
 			return
 		}
 	default:
 		return
 	}
-	root, names := j.chkRoot, make([]string, 0, j.attempt)
-	for a := 1; a <= j.attempt; a++ {
-		names = append(names, fmt.Sprintf("%s-%d", j.id, a))
-	}
+	root, names := j.chkRoot, []string{j.id}
 	d.jm.wg.Add(1)
 	go func() {
 		defer d.jm.wg.Done()
@@ -538,7 +543,7 @@ func (d *dispatcher) discardCheckpointsLocked(j *job) {
 }
 
 // checkpointRoot is the storage directory (path or URI) of a checkpoint
-// <root>/<job-id>-<attempt>/chk-<n>[?query], or "" if it is not shaped so.
+// <root>/<job-id>/chk-<n>[?query], or "" if it is not shaped so.
 func checkpointRoot(chk, jobID string) string {
 	base, query, _ := strings.Cut(chk, "?")
 	i := strings.LastIndex(base, "/")
@@ -547,7 +552,7 @@ func checkpointRoot(chk, jobID string) string {
 	}
 	dir := base[:i]
 	k := strings.LastIndex(dir, "/")
-	if k < 0 || !strings.HasPrefix(dir[k+1:], jobID+"-") {
+	if k < 0 || dir[k+1:] != jobID {
 		return ""
 	}
 	if query != "" {
@@ -1011,6 +1016,7 @@ func (d *dispatcher) confirmCheckpoint(req *rpcpb.ConfirmCheckpointRequest) erro
 	}
 	j.confirmedID = req.GetCheckpointId()
 	j.attemptChk++
+	j.retainOnCancel = req.GetRetainOnCancellation()
 	if p := req.GetPath(); p != "" {
 		j.latest = p
 		if root := checkpointRoot(p, j.id); root != "" && !req.GetSavepoint() {

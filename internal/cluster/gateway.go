@@ -40,6 +40,9 @@ type gatewayConfirmRequest struct {
 	CheckpointID int64  `json:"checkpointId"`
 	Path         string `json:"path"`
 	Savepoint    bool   `json:"savepoint"`
+	// RetainOnCancellation is the job's checkpoint retention as its
+	// program configured it, which the JobManager cannot see otherwise.
+	RetainOnCancellation bool `json:"retainOnCancellation"`
 }
 
 // listenGateway opens the gateway's loopback listener.
@@ -86,6 +89,7 @@ func (tm *TaskManager) handleConfirmCheckpoint(rw http.ResponseWriter, r *http.R
 	_, err := tm.jm.ConfirmCheckpoint(ctx, &rpcpb.ConfirmCheckpointRequest{
 		ResourceId: tm.opts.ResourceID, RegistrationId: regID, JobId: req.JobID, Attempt: int32(req.Attempt),
 		WorkerIndex: int32(a.workerIndex), CheckpointId: req.CheckpointID, Path: req.Path, Savepoint: req.Savepoint,
+		RetainOnCancellation: req.RetainOnCancellation,
 	})
 	switch status.Code(err) {
 	case codes.OK:

@@ -176,6 +176,42 @@ func (l *location) read(ctx context.Context, name string) ([]byte, error) {
 	return data, nil
 }
 
+// create stores data under name only if nothing is stored there yet, and
+// reports whether it did. On files the test and the creation are one
+// step (O_EXCL), so that of two processes racing for the name exactly one
+// wins; object stores use a conditional write (If-None-Match).
+func (l *location) create(ctx context.Context, name string, data []byte) (bool, error) {
+	if l.scheme == "file" {
+		p := "/" + l.key(name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return false, fmt.Errorf("create %s: %w", p, err)
+		}
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, os.ErrExist) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("create %s: %w", p, err)
+		}
+		_, err = f.Write(data)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return false, fmt.Errorf("create %s: %w", p, err)
+		}
+		return true, nil
+	}
+	err := l.bucket.WriteAll(ctx, l.key(name), data, &blob.WriterOptions{IfNotExist: true})
+	if gcerrors.Code(err) == gcerrors.FailedPrecondition {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("create %s/%s: %w", l, name, err)
+	}
+	return true, nil
+}
+
 // upload copies a local file into the location.
 func (l *location) upload(ctx context.Context, name, localPath string) (int64, error) {
 	f, err := os.Open(localPath)

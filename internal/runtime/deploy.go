@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -594,11 +595,22 @@ func (c *coordinator) run(ctx context.Context) error {
 	trigger := func(i int, id int64, drain bool) {
 		c.a.handles[i].trigger(id, drain)
 	}
-	start := func(sp *savepointRequest) {
+	start := func(sp *savepointRequest) error {
 		if stopped {
 			fail(sp, errors.New("savepoint: the job's tasks finished and its final checkpoint failed"))
-			return
+			return nil
 		}
+		id, err := c.d.storage.claim(ctx, next, c.owner())
+		if err != nil {
+			lastEnd = time.Now()
+			if sp != nil {
+				fail(sp, fmt.Errorf("savepoint: %w", err))
+				return nil
+			}
+			c.d.logger.Warn("checkpoint could not start", "checkpoint", next, "err", err)
+			return checkpointFailed(next, err)
+		}
+		next = id
 		cur = &inflight{id: next, started: time.Now(), acks: make(map[int]*TaskSnapshot), savepoint: sp}
 		if sp != nil {
 			c.d.storage.markSavepoint(cur.id)
@@ -607,7 +619,7 @@ func (c *coordinator) run(ctx context.Context) error {
 				fail(sp, fmt.Errorf("savepoint: %w", err))
 				cur = nil
 				next++
-				return
+				return nil
 			}
 		}
 		next++
@@ -622,6 +634,7 @@ func (c *coordinator) run(ctx context.Context) error {
 				trigger(i, cur.id, drain)
 			}
 		}
+		return nil
 	}
 	// release lets the waiting tasks exit when their final checkpoint
 	// cannot be taken.
@@ -637,7 +650,9 @@ func (c *coordinator) run(ctx context.Context) error {
 		if cur == nil && len(queued) > 0 {
 			sp := queued[0]
 			queued = queued[1:]
-			start(sp)
+			if err := start(sp); err != nil {
+				return err
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -670,7 +685,10 @@ func (c *coordinator) run(ctx context.Context) error {
 				trigger(i, cur.id, false)
 			}
 			if cur == nil && len(queued) == 0 && allFinished() {
-				start(nil) // the final checkpoint: nothing to wait for
+				// The final checkpoint: nothing to wait for.
+				if err := start(nil); err != nil {
+					return err
+				}
 			}
 		case <-timeoutTicker.C:
 			if cur != nil && time.Since(cur.started) > c.timeout {
@@ -691,7 +709,9 @@ func (c *coordinator) run(ctx context.Context) error {
 			}
 		case <-tick:
 			if cur == nil && len(queued) == 0 && time.Since(lastEnd) >= c.minPause {
-				start(nil)
+				if err := start(nil); err != nil {
+					return err
+				}
 			}
 		case ack := <-c.a.acks:
 			if ack.exited {
@@ -740,6 +760,9 @@ func (c *coordinator) run(ctx context.Context) error {
 				continue
 			}
 			if done.savepoint != nil {
+				// A savepoint's state is inline in its own directory: the
+				// chk-<n> it claimed holds nothing else.
+				c.d.storage.unclaim(done.id)
 				path, err := writeSavepoint(done.savepoint.dir, cp, c.d.storage.threshold)
 				if err != nil {
 					fail(done.savepoint, err)
@@ -783,7 +806,9 @@ func (c *coordinator) run(ctx context.Context) error {
 			if len(queued) == 0 && !stopped && allFinished() && !allFinal(done) {
 				// Tasks that finished while this checkpoint ran still
 				// wait for one taken after they finished.
-				start(nil)
+				if err := start(nil); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -838,6 +863,12 @@ func (c *coordinator) notifyAndWait(ctx context.Context, id int64) {
 			return
 		}
 	}
+}
+
+// owner names this attempt's coordinator in the checkpoint directories it
+// claims, for whoever looks at them.
+func (c *coordinator) owner() string {
+	return fmt.Sprintf("attempt %d, pid %d", c.d.mc.FirstAttempt+1, os.Getpid())
 }
 
 func (c *coordinator) nextID() int64 {

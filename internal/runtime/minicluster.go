@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,8 +31,9 @@ type MiniCluster struct {
 	// before it counts and before any sink commits what it covers: in a
 	// cluster, the JobManager. A failed confirmation ends the attempt.
 	Authority CommitAuthority
-	// JobID names the job's directory under state.checkpoints.dir; empty
-	// picks a random one. A distributed attempt uses Distribution.Key.
+	// JobID names the job's directory under state.checkpoints.dir: the
+	// JobID the user sees, which every attempt of a cluster job shares.
+	// Empty picks a random one (Distribution.Key when distributed).
 	JobID string
 	// FirstAttempt is the attempt number of every subtask's first
 	// execution. A cluster's worker runs the cluster's attempt n of the
@@ -307,11 +309,19 @@ func (mc *MiniCluster) Submit(ctx context.Context, jg *graph.JobGraph) (*Job, er
 		}
 		// Every worker writes its snapshots' files under the same job
 		// directory; the leader writes the checkpoints.
-		jobID, leader = dist.Key, dist.Self == 0
+		leader = dist.Self == 0
+		if mc.JobID == "" {
+			jobID = dist.Key
+		}
 	}
 	storage, err := newCheckpointStorage(config.CheckpointsDir.Get(cfg), jobID)
 	if err != nil {
 		return nil, err
+	}
+	if mc.Authority != nil {
+		// Attempts of a cluster job share its directory; each keeps
+		// shared files of its own (see checkpointStorage).
+		storage.shared = path.Join(jobID, "shared", fmt.Sprintf("attempt-%d", mc.FirstAttempt+1))
 	}
 	storage.retained = config.NumRetainedCheckpoints.Get(cfg)
 	storage.threshold = int(config.StateFileThreshold.Get(cfg))

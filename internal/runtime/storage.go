@@ -27,9 +27,20 @@ import (
 // layout is <dir>/<job-id>/chk-<n>/_metadata with the state files of the
 // checkpoint next to it, and <dir>/<job-id>/shared/ for the files of
 // incremental snapshots, which several checkpoints may reference.
+//
+// On a cluster every attempt of a job writes into the same <job-id>
+// directory. Its coordinator claims chk-<n> before checkpoint n starts
+// (claim), so that an attempt never writes into a checkpoint directory of
+// another, not even of a zombie still running; and each attempt uploads
+// its shared files under shared/attempt-<k>/ and reuses only those, so
+// that no attempt deletes a file that a checkpoint of another references.
 type checkpointStorage struct {
 	root  *location // nil: the jobmanager storage, in memory only
 	jobID string
+	// shared is the key prefix, relative to root, of this storage's
+	// shared files: <job-id>/shared, or <job-id>/shared/attempt-<k> on a
+	// cluster.
+	shared string
 	// retained is state.checkpoints.num-retained.
 	retained int
 	// threshold is the size from which an operator's state goes to a file
@@ -77,7 +88,7 @@ type CheckpointStats struct {
 const maxStats = 100
 
 func newCheckpointStorage(dirOrURI, jobID string) (*checkpointStorage, error) {
-	s := &checkpointStorage{jobID: jobID, refs: make(map[string]int), savepoints: make(map[int64]bool),
+	s := &checkpointStorage{jobID: jobID, shared: path.Join(jobID, "shared"), refs: make(map[string]int), savepoints: make(map[int64]bool),
 		pending: make(map[int64]map[string]bool), handles: make(map[int64][]string),
 		sizes: make(map[string]int64), uploaded: make(map[int64]int64)}
 	if dirOrURI != "" {
@@ -186,7 +197,7 @@ type sharedFiles struct {
 }
 
 func (f *sharedFiles) Upload(ctx context.Context, localPath, name string) (string, error) {
-	handle := path.Join(f.s.jobID, "shared", name)
+	handle := path.Join(f.s.shared, name)
 	if f.private {
 		handle = path.Join(f.s.jobID, fmt.Sprintf("chk-%d", f.id), "files", name)
 	}
@@ -201,11 +212,12 @@ func (f *sharedFiles) Upload(ctx context.Context, localPath, name string) (strin
 	return handle, nil
 }
 
-// Reuse accepts only files of this job's shared area: those of a
-// checkpoint of another job, restored from, are not this job's to count
-// or delete, so the first checkpoint uploads its own copies.
+// Reuse accepts only files of this storage's shared area: those of a
+// checkpoint of another job or another attempt, restored from, are not
+// this one's to count or delete, so the first checkpoint uploads its own
+// copies.
 func (f *sharedFiles) Reuse(handle string) bool {
-	if f.private || !strings.HasPrefix(handle, f.s.jobID+"/shared/") {
+	if f.private || !strings.HasPrefix(handle, f.s.shared+"/") {
 		return false
 	}
 	f.s.reference(f.id, handle)
@@ -225,6 +237,38 @@ func (f restoreFiles) Download(ctx context.Context, handle, localPath string) er
 		return fmt.Errorf("state file %q: not a file name inside the checkpoint storage", handle)
 	}
 	return f.root.download(ctx, handle, localPath)
+}
+
+// maxClaims bounds the checkpoint numbers claim tries: more directories
+// taken in a row than this means something else writes there.
+const maxClaims = 10000
+
+// claim reserves the directory of a checkpoint about to start and returns
+// its number: id, or the first number above it whose chk-<n> no other
+// attempt (or earlier run of this one) has claimed. Only the checkpoint
+// that owns a directory writes into it.
+func (s *checkpointStorage) claim(ctx context.Context, id int64, owner string) (int64, error) {
+	if s.root == nil {
+		return id, nil
+	}
+	for n := id; n < id+maxClaims; n++ {
+		ok, err := s.root.join(s.jobID, fmt.Sprintf("chk-%d", n)).create(ctx, "_claim", []byte(owner+"\n"))
+		if err != nil {
+			return 0, fmt.Errorf("checkpoint %d: claim its directory: %w", n, err)
+		}
+		if ok {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("checkpoints %d to %d: every directory under %s is taken", id, id+maxClaims-1, s.root.join(s.jobID))
+}
+
+// unclaim removes the directory of a claimed checkpoint number that will
+// hold no checkpoint, a savepoint's.
+func (s *checkpointStorage) unclaim(id int64) {
+	if s.root != nil {
+		_ = s.root.join(s.jobID, fmt.Sprintf("chk-%d", id)).deleteAll(context.Background())
+	}
 }
 
 // store records a completed checkpoint, durably first when a directory is

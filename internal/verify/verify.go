@@ -59,7 +59,8 @@ const (
 	// KillJobManager SIGKILLs the JobManager. Without high availability a
 	// JobManager's jobs die with it, so this kind is refused for now.
 	KillJobManager = "kill-jobmanager"
-	// ClockJump moves a process's processing-time clock.
+	// ClockJump would move a process's processing-time clock; it is
+	// reported as not injected (see unsupported).
 	ClockJump = "clock-jump"
 )
 
@@ -249,7 +250,7 @@ func (o *Options) check() error {
 	}
 	for _, k := range o.Faults {
 		if _, ok := unsupported[k]; !ok && !slices.Contains(Kinds, k) {
-			return fmt.Errorf("verify: unknown fault kind %q (known: %s)", k, strings.Join(append(slices.Clone(Kinds), KillJobManager), ", "))
+			return fmt.Errorf("verify: unknown fault kind %q (known: %s)", k, strings.Join(append(slices.Clone(Kinds), KillJobManager, ClockJump), ", "))
 		}
 	}
 	if o.StopFor <= o.HeartbeatTimeout && slices.Contains(o.Faults, StopTaskManager) {

@@ -39,10 +39,13 @@ type ConfirmCheckpointRequest struct {
 	// Where the checkpoint's _metadata lies (chk-<n> directory or URI, or a
 	// savepoint's directory); "" for a checkpoint kept in the worker's
 	// memory, which no restart can use.
-	Path          string `protobuf:"bytes,7,opt,name=path,proto3" json:"path,omitempty"`
-	Savepoint     bool   `protobuf:"varint,8,opt,name=savepoint,proto3" json:"savepoint,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Path      string `protobuf:"bytes,7,opt,name=path,proto3" json:"path,omitempty"`
+	Savepoint bool   `protobuf:"varint,8,opt,name=savepoint,proto3" json:"savepoint,omitempty"`
+	// The job's execution.checkpointing.externalized-checkpoint-retention,
+	// as the program set it: whether a cancel keeps the checkpoints.
+	RetainOnCancellation bool `protobuf:"varint,9,opt,name=retain_on_cancellation,json=retainOnCancellation,proto3" json:"retain_on_cancellation,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *ConfirmCheckpointRequest) Reset() {
@@ -127,6 +130,13 @@ func (x *ConfirmCheckpointRequest) GetPath() string {
 func (x *ConfirmCheckpointRequest) GetSavepoint() bool {
 	if x != nil {
 		return x.Savepoint
+	}
+	return false
+}
+
+func (x *ConfirmCheckpointRequest) GetRetainOnCancellation() bool {
+	if x != nil {
+		return x.RetainOnCancellation
 	}
 	return false
 }
@@ -1450,7 +1460,7 @@ var File_cluster_proto protoreflect.FileDescriptor
 
 const file_cluster_proto_rawDesc = "" +
 	"\n" +
-	"\rcluster.proto\x12\x0fweir.cluster.v1\"\x8f\x02\n" +
+	"\rcluster.proto\x12\x0fweir.cluster.v1\"\xc5\x02\n" +
 	"\x18ConfirmCheckpointRequest\x12\x1f\n" +
 	"\vresource_id\x18\x01 \x01(\tR\n" +
 	"resourceId\x12'\n" +
@@ -1460,7 +1470,8 @@ const file_cluster_proto_rawDesc = "" +
 	"\fworker_index\x18\x05 \x01(\x05R\vworkerIndex\x12#\n" +
 	"\rcheckpoint_id\x18\x06 \x01(\x03R\fcheckpointId\x12\x12\n" +
 	"\x04path\x18\a \x01(\tR\x04path\x12\x1c\n" +
-	"\tsavepoint\x18\b \x01(\bR\tsavepoint\"\x1b\n" +
+	"\tsavepoint\x18\b \x01(\bR\tsavepoint\x124\n" +
+	"\x16retain_on_cancellation\x18\t \x01(\bR\x14retainOnCancellation\"\x1b\n" +
 	"\x19ConfirmCheckpointResponse\"c\n" +
 	"\x17RequestHeartbeatRequest\x12\x1f\n" +
 	"\vresource_id\x18\x01 \x01(\tR\n" +
