@@ -21,11 +21,22 @@
 // --rate caps the lines read a second, to watch a streaming run or stop
 // it midway; --count-parallelism runs the keyed count and the sink at
 // another parallelism than the source and tokenizer.
+//
+// With --sink jdbc it writes to a MySQL or MariaDB table instead, which it
+// creates if it is missing: --jdbc-mode upsert keeps the latest count of
+// every word, (word PRIMARY KEY, count); --jdbc-mode exactly-once appends
+// a row (word, n) for every occurrence, through XA transactions committed
+// with the checkpoints:
+//
+//	go run ./examples/wordcount --mode streaming --input FILE --sink jdbc \
+//	    --jdbc-url 'user:pass@tcp(127.0.0.1:3306)/db' --jdbc-table words \
+//	    --jdbc-mode exactly-once --checkpoint-interval 1s --checkpoint-dir /tmp/chk
 package main
 
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -34,7 +45,9 @@ import (
 	"time"
 
 	"github.com/weirproject/weir/config"
+	"github.com/weirproject/weir/connector"
 	"github.com/weirproject/weir/connector/file"
+	"github.com/weirproject/weir/connector/jdbc"
 	"github.com/weirproject/weir/examples/wordcount/wc"
 	"github.com/weirproject/weir/stream"
 )
@@ -48,6 +61,11 @@ func main() {
 	mode := flag.String("mode", "batch", "`mode` batch (the final count of every word) or streaming (the running count after every occurrence)")
 	rate := flag.Float64("rate", 0, "read at most `N` input lines a second (0: as fast as possible), to watch a streaming run or stop it midway")
 	countParallelism := flag.Int("count-parallelism", 0, "run the keyed count and the sink with `N` subtasks (0: the job's parallelism, -p)")
+	sinkKind := flag.String("sink", "", "`sink` jdbc to write to MySQL/MariaDB (default: files with --output, else stdout)")
+	jdbcURL := flag.String("jdbc-url", "", "with --sink jdbc: the server and database, go-sql-driver `DSN` user:pass@tcp(host:port)/db")
+	jdbcTable := flag.String("jdbc-table", "", "with --sink jdbc: the `table`, created if missing")
+	jdbcMode := flag.String("jdbc-mode", "upsert", "with --sink jdbc: `mode` upsert (the latest count of each word) or exactly-once (a row (word, n) per occurrence, through XA transactions)")
+	jdbcSinkID := flag.String("jdbc-sink-id", "", "with --jdbc-mode exactly-once: the `name` of the job's transactions, the same when it resumes (default: wordcount/<table>)")
 	env := stream.NewEnvironment()
 	switch *mode {
 	case "batch":
@@ -88,7 +106,21 @@ func main() {
 		fail(2, fmt.Errorf("invalid value %d for flag --count-parallelism: want subtasks > 0, or 0 for the job's parallelism", *countParallelism))
 	}
 	var sink *stream.Sink
-	if *output != "" {
+	switch *sinkKind {
+	case "", "jdbc":
+	default:
+		fail(2, fmt.Errorf("invalid value %q for flag --sink: want jdbc, or none for files or stdout", *sinkKind))
+	}
+	if *sinkKind == "jdbc" {
+		if *output != "" {
+			fail(2, errors.New("--sink jdbc and --output exclude each other"))
+		}
+		js, err := jdbcSink(*jdbcURL, *jdbcTable, *jdbcMode, *jdbcSinkID)
+		if err != nil {
+			fail(2, err)
+		}
+		sink = stream.SinkTo(counts, js, "jdbc")
+	} else if *output != "" {
 		// The text sink commits its files with the checkpoints, so that
 		// the committed output is exactly once.
 		sink = stream.SinkTo(counts, file.Text[wc.WordCount](*output, nil), "files")
@@ -113,6 +145,46 @@ func main() {
 	if err := env.Execute(ctx, "wordcount"); err != nil {
 		fail(1, err)
 	}
+}
+
+// jdbcSink creates the table if it is missing and returns the sink. The
+// words are binary strings to the database (utf8mb4_bin), so that words
+// that differ only in case or accents stay distinct keys.
+func jdbcSink(dsn, table, mode, sinkID string) (connector.Sink[wc.WordCount], error) {
+	if dsn == "" || table == "" {
+		return nil, errors.New("--sink jdbc needs --jdbc-url and --jdbc-table")
+	}
+	opts := jdbc.SinkOptions{DSN: dsn, Table: table}
+	var ddl string
+	var row func(wc.WordCount) []any
+	const word = "word VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL"
+	switch mode {
+	case "upsert":
+		ddl = "(" + word + " PRIMARY KEY, count BIGINT NOT NULL) ENGINE=InnoDB"
+		opts.Columns, opts.Key = []string{"word", "count"}, []string{"word"}
+		row = func(w wc.WordCount) []any { return []any{w.Word, w.Count} }
+	case "exactly-once":
+		ddl = "(id BIGINT AUTO_INCREMENT PRIMARY KEY, " + word + ", n BIGINT NOT NULL) ENGINE=InnoDB"
+		opts.Columns = []string{"word", "n"}
+		opts.ExactlyOnce = true
+		opts.SinkID = sinkID
+		if opts.SinkID == "" {
+			opts.SinkID = "wordcount/" + table
+		}
+		row = func(w wc.WordCount) []any { return []any{w.Word, w.Count} }
+	default:
+		return nil, fmt.Errorf("invalid value %q for flag --jdbc-mode: want upsert or exactly-once", mode)
+	}
+	sink, err := jdbc.NewSink(opts, row)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := jdbc.Exec(ctx, dsn, "CREATE TABLE IF NOT EXISTS "+jdbc.QuoteTable(table)+" "+ddl); err != nil {
+		return nil, fmt.Errorf("create table %s: %w", table, err)
+	}
+	return sink, nil
 }
 
 // throttle passes lines on at no more than rate a second for the job,

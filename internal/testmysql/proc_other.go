@@ -1,0 +1,7 @@
+//go:build !linux
+
+package testmysql
+
+import "os/exec"
+
+func setParentDeathSignal(*exec.Cmd) {}
