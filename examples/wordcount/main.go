@@ -12,6 +12,12 @@
 //
 //	go run ./examples/wordcount --mode streaming --input FILE --output DIR \
 //	    --checkpoint-interval 1s --checkpoint-dir /tmp/chk
+//
+// With --socket it counts the lines a TCP server sends, as Flink's
+// SocketWindowWordCount does (start the server first with `nc -lk 9999`);
+// it runs in streaming mode until Ctrl-C, and the socket is at-most-once:
+//
+//	go run ./examples/wordcount --socket localhost:9999
 package main
 
 import (
@@ -26,6 +32,7 @@ import (
 
 	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/connector/file"
+	"github.com/weirproject/weir/connector/socket"
 	"github.com/weirproject/weir/examples/wordcount/wc"
 	"github.com/weirproject/weir/stream"
 )
@@ -38,8 +45,21 @@ func main() {
 	output := flag.String("output", "", "write the counts to part files under `dir` instead of stdout")
 	mode := flag.String("mode", "batch", "`mode` batch (the final count of every word) or streaming (the running count after every occurrence)")
 	rate := flag.Float64("rate", 0, "read at most `N` input lines a second (0: as fast as possible), to watch a streaming run or stop it midway")
+	socketAddr := flag.String("socket", "", "count the lines that the TCP server at `HOST:PORT` sends (streaming, until stopped; at-most-once)")
 	countParallelism := flag.Int("count-parallelism", 0, "run the keyed count and the sink with `N` subtasks (0: the job's parallelism, -p)")
 	env := stream.NewEnvironment()
+	if *socketAddr != "" {
+		// A socket never ends: only streaming mode emits its counts.
+		modeSet := false
+		flag.Visit(func(f *flag.Flag) { modeSet = modeSet || f.Name == "mode" })
+		switch {
+		case *input != "":
+			fail(2, fmt.Errorf("--socket and --input exclude each other"))
+		case modeSet && *mode != "streaming":
+			fail(2, fmt.Errorf("--socket needs --mode streaming: a socket never ends"))
+		}
+		*mode = "streaming"
+	}
 	switch *mode {
 	case "batch":
 		// The counts are final only when the input has ended: run bounded
@@ -62,7 +82,10 @@ func main() {
 	}
 
 	var lines *stream.Stream[string]
-	if *input != "" {
+	if *socketAddr != "" {
+		// One connection: more subtasks would have nothing to read.
+		lines = stream.FromSource[string](env, socket.Lines(*socketAddr), "socket").SetParallelism(1)
+	} else if *input != "" {
 		lines = stream.FromSource(env, file.Lines(*input), "lines")
 	} else {
 		lines = stream.FromSlice(env, strings.Split(sample, "\n")).Name("sample")

@@ -354,6 +354,8 @@ func (p *plan) add(t reflect.Type, prefix string, path []int, nullable bool, dep
 		if !supported(ft) {
 			return fmt.Errorf("csv: field %s of type %v is not supported", name, f.Type)
 		}
+		// A nil slice or map is a null too.
+		fnull = fnull || ft.Kind() == reflect.Slice || ft.Kind() == reflect.Map
 		p.cols = append(p.cols, column{name: name, path: fpath, nullable: fnull})
 	}
 	return nil
