@@ -31,6 +31,12 @@
 //	go run ./examples/wordcount --mode streaming --input FILE --sink jdbc \
 //	    --jdbc-url 'user:pass@tcp(127.0.0.1:3306)/db' --jdbc-table words \
 //	    --jdbc-mode exactly-once --checkpoint-interval 1s --checkpoint-dir /tmp/chk
+//
+// With --socket it counts the lines a TCP server sends, as Flink's
+// SocketWindowWordCount does (start the server first with `nc -lk 9999`);
+// it runs in streaming mode until Ctrl-C, and the socket is at-most-once:
+//
+//	go run ./examples/wordcount --socket localhost:9999
 package main
 
 import (
@@ -48,6 +54,7 @@ import (
 	"github.com/weirproject/weir/connector"
 	"github.com/weirproject/weir/connector/file"
 	"github.com/weirproject/weir/connector/jdbc"
+	"github.com/weirproject/weir/connector/socket"
 	"github.com/weirproject/weir/examples/wordcount/wc"
 	"github.com/weirproject/weir/stream"
 )
@@ -60,6 +67,7 @@ func main() {
 	output := flag.String("output", "", "write the counts to part files under `dir` instead of stdout")
 	mode := flag.String("mode", "batch", "`mode` batch (the final count of every word) or streaming (the running count after every occurrence)")
 	rate := flag.Float64("rate", 0, "read at most `N` input lines a second (0: as fast as possible), to watch a streaming run or stop it midway")
+	socketAddr := flag.String("socket", "", "count the lines that the TCP server at `HOST:PORT` sends (streaming, until stopped; at-most-once)")
 	countParallelism := flag.Int("count-parallelism", 0, "run the keyed count and the sink with `N` subtasks (0: the job's parallelism, -p)")
 	sinkKind := flag.String("sink", "", "`sink` jdbc to write to MySQL/MariaDB (default: files with --output, else stdout)")
 	jdbcURL := flag.String("jdbc-url", "", "with --sink jdbc: the server and database, go-sql-driver `DSN` user:pass@tcp(host:port)/db")
@@ -67,6 +75,18 @@ func main() {
 	jdbcMode := flag.String("jdbc-mode", "upsert", "with --sink jdbc: `mode` upsert (the latest count of each word) or exactly-once (a row (word, n) per occurrence, through XA transactions)")
 	jdbcSinkID := flag.String("jdbc-sink-id", "", "with --jdbc-mode exactly-once: the `name` of the job's transactions, the same when it resumes (default: wordcount/<table>)")
 	env := stream.NewEnvironment()
+	if *socketAddr != "" {
+		// A socket never ends: only streaming mode emits its counts.
+		modeSet := false
+		flag.Visit(func(f *flag.Flag) { modeSet = modeSet || f.Name == "mode" })
+		switch {
+		case *input != "":
+			fail(2, fmt.Errorf("--socket and --input exclude each other"))
+		case modeSet && *mode != "streaming":
+			fail(2, fmt.Errorf("--socket needs --mode streaming: a socket never ends"))
+		}
+		*mode = "streaming"
+	}
 	switch *mode {
 	case "batch":
 		// The counts are final only when the input has ended: run bounded
@@ -89,7 +109,10 @@ func main() {
 	}
 
 	var lines *stream.Stream[string]
-	if *input != "" {
+	if *socketAddr != "" {
+		// One connection: more subtasks would have nothing to read.
+		lines = stream.FromSource[string](env, socket.Lines(*socketAddr), "socket").SetParallelism(1)
+	} else if *input != "" {
 		lines = stream.FromSource(env, file.Lines(*input), "lines")
 	} else {
 		lines = stream.FromSlice(env, strings.Split(sample, "\n")).Name("sample")
