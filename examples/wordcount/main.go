@@ -32,6 +32,14 @@
 //	    --jdbc-url 'user:pass@tcp(127.0.0.1:3306)/db' --jdbc-table words \
 //	    --jdbc-mode exactly-once --checkpoint-interval 1s --checkpoint-dir /tmp/chk
 //
+// With --monitor-interval D it keeps watching --input (a file or a
+// directory) and counts every file that appears in it, listing it every D,
+// in streaming mode until stopped; checkpoints remember which files were
+// read and how far, so each counts exactly once across restarts:
+//
+//	go run ./examples/wordcount --input DIR --monitor-interval 1s --output OUT \
+//	    --checkpoint-interval 1s --checkpoint-dir /tmp/chk
+//
 // With --socket it counts the lines a TCP server sends, as Flink's
 // SocketWindowWordCount does (start the server first with `nc -lk 9999`);
 // it runs in streaming mode until Ctrl-C, and the socket is at-most-once:
@@ -67,6 +75,7 @@ func main() {
 	output := flag.String("output", "", "write the counts to part files under `dir` instead of stdout")
 	mode := flag.String("mode", "batch", "`mode` batch (the final count of every word) or streaming (the running count after every occurrence)")
 	rate := flag.Float64("rate", 0, "read at most `N` input lines a second (0: as fast as possible), to watch a streaming run or stop it midway")
+	monitor := flag.Duration("monitor-interval", 0, "with --input: keep watching the file or directory for new files, listing it every `interval` (streaming, until stopped; each file is read once, exactly once across restarts)")
 	socketAddr := flag.String("socket", "", "count the lines that the TCP server at `HOST:PORT` sends (streaming, until stopped; at-most-once)")
 	countParallelism := flag.Int("count-parallelism", 0, "run the keyed count and the sink with `N` subtasks (0: the job's parallelism, -p)")
 	sinkKind := flag.String("sink", "", "`sink` jdbc to write to MySQL/MariaDB (default: files with --output, else stdout)")
@@ -75,15 +84,28 @@ func main() {
 	jdbcMode := flag.String("jdbc-mode", "upsert", "with --sink jdbc: `mode` upsert (the latest count of each word) or exactly-once (a row (word, n) per occurrence, through XA transactions)")
 	jdbcSinkID := flag.String("jdbc-sink-id", "", "with --jdbc-mode exactly-once: the `name` of the job's transactions, the same when it resumes (default: wordcount/<table>)")
 	env := stream.NewEnvironment()
+	modeSet := false
+	flag.Visit(func(f *flag.Flag) { modeSet = modeSet || f.Name == "mode" })
 	if *socketAddr != "" {
 		// A socket never ends: only streaming mode emits its counts.
-		modeSet := false
-		flag.Visit(func(f *flag.Flag) { modeSet = modeSet || f.Name == "mode" })
 		switch {
 		case *input != "":
 			fail(2, fmt.Errorf("--socket and --input exclude each other"))
 		case modeSet && *mode != "streaming":
 			fail(2, fmt.Errorf("--socket needs --mode streaming: a socket never ends"))
+		}
+		*mode = "streaming"
+	}
+	if *monitor < 0 {
+		fail(2, fmt.Errorf("invalid value %v for flag --monitor-interval: want an interval > 0, or 0 to read the input once", *monitor))
+	}
+	if *monitor > 0 {
+		// A watched directory never ends either.
+		switch {
+		case *input == "":
+			fail(2, fmt.Errorf("--monitor-interval needs --input, the file or directory to watch"))
+		case modeSet && *mode != "streaming":
+			fail(2, fmt.Errorf("--monitor-interval needs --mode streaming: a watched directory never ends"))
 		}
 		*mode = "streaming"
 	}
@@ -112,6 +134,8 @@ func main() {
 	if *socketAddr != "" {
 		// One connection: more subtasks would have nothing to read.
 		lines = stream.FromSource[string](env, socket.Lines(*socketAddr), "socket").SetParallelism(1)
+	} else if *input != "" && *monitor > 0 {
+		lines = stream.FromSource[string](env, file.Source[string](file.TextLines{}, *input).MonitorInterval(*monitor), "lines")
 	} else if *input != "" {
 		lines = stream.FromSource(env, file.Lines(*input), "lines")
 	} else {
