@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/weirproject/weir/connector"
 )
@@ -215,7 +216,12 @@ func (d *discoverySplit) SplitID() string { return fmt.Sprintf("kafka-discovery-
 
 // client returns a franz-go client for metadata and offset requests.
 func (s *Source[T]) client(extra ...kgo.Opt) (*kgo.Client, error) {
-	opts := append([]kgo.Opt{kgo.SeedBrokers(s.opts.Brokers...)}, s.opts.ClientOptions...)
+	// OffsetCommit and OffsetFetch v10 name topics by ID only; the source
+	// names them, which v9 still allows (every broker that has v10 has v9).
+	versions := kversion.Stable()
+	versions.SetMaxKeyVersion(kmsg.OffsetCommit.Int16(), 9)
+	versions.SetMaxKeyVersion(kmsg.OffsetFetch.Int16(), 9)
+	opts := append([]kgo.Opt{kgo.SeedBrokers(s.opts.Brokers...), kgo.MaxVersions(versions)}, s.opts.ClientOptions...)
 	cl, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka source: %w", err)
@@ -459,10 +465,12 @@ func (s *Source[T]) committedOffsets(ctx context.Context, cl *kgo.Client, splits
 	if err != nil {
 		return nil, fmt.Errorf("kafka source: committed offsets of group %q: %w", s.opts.GroupID, err)
 	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+	out := make(map[tp]int64)
+	if err := kerr.ErrorForCode(resp.ErrorCode); errors.Is(err, kerr.GroupIDNotFound) {
+		return out, nil // a new group: no offsets
+	} else if err != nil {
 		return nil, fmt.Errorf("kafka source: committed offsets of group %q: %w", s.opts.GroupID, err)
 	}
-	out := make(map[tp]int64)
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {

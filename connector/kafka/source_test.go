@@ -78,8 +78,11 @@ func partitionSplits(t *testing.T, splits []connector.Split) map[string]*Partiti
 	return out
 }
 
-func commitGroup(t *testing.T, cl *kgo.Client, group, topic string, offsets map[int32]int64) {
+func commitGroup(t *testing.T, brokers []string, group, topic string, offsets map[int32]int64) {
 	t.Helper()
+	src := must(NewSource(SourceOptions{Brokers: brokers, Topics: []string{topic}}, Bytes))
+	cl := must(src.client())
+	defer cl.Close()
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group, req.Generation = group, -1
 	rt := kmsg.NewOffsetCommitRequestTopic()
@@ -121,8 +124,12 @@ func groupOffsets(t *testing.T, brokers []string, group, topic string, partition
 		t.Fatal(err)
 	}
 	out := make(map[int32]int64)
-	for k, o := range m {
-		out[k.partition] = o
+	for p := range partitions {
+		if o, ok := m[tp{topic, p}]; ok {
+			out[p] = o
+		} else {
+			out[p] = -1
+		}
 	}
 	return out
 }
@@ -134,7 +141,7 @@ func TestStartingAndStoppingOffsets(t *testing.T) {
 	_, brokers := newCluster(t, 3, "t")
 	cl := manual(t, brokers)
 	fill(t, cl, "t", 3, 0, 10)
-	commitGroup(t, cl, "g", "t", map[int32]int64{0: 3, 1: 7})
+	commitGroup(t, brokers, "g", "t", map[int32]int64{0: 3, 1: 7})
 	for _, tc := range []struct {
 		name  string
 		start StartingOffsets
@@ -316,6 +323,11 @@ func TestStopAfterAbortedTail(t *testing.T) {
 		for _, v := range vals {
 			txn.Produce(ctx, &kgo.Record{Topic: "t", Value: []byte(v)}, nil)
 		}
+		// EndTransaction does not send what is buffered: flush first,
+		// so that aborted records too are in the log.
+		if err := txn.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
 		if err := txn.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
 			t.Fatal(err)
 		}
@@ -475,10 +487,19 @@ func TestPartitionDiscovery(t *testing.T) {
 	}
 	readers := []connector.SplitReader[string]{newReader(t, src, 0, 2, assigned[0]), newReader(t, src, 1, 2, assigned[1])}
 	outs := []*splitOut[string]{newSplitOut[string](), newSplitOut[string](), newSplitOut[string]()}
+	// pollAll polls both subtasks until they read want records, and
+	// then some more rounds, in which nothing else may come.
 	pollAll := func(want int) {
 		t.Helper()
 		deadline := time.Now().Add(20 * time.Second)
-		for len(outs[0].vals)+len(outs[1].vals) < want {
+		var extra time.Time
+		for {
+			if n := len(outs[0].vals) + len(outs[1].vals); n >= want && extra.IsZero() {
+				extra = time.Now().Add(150 * time.Millisecond)
+			}
+			if !extra.IsZero() && time.Now().After(extra) {
+				return
+			}
 			if time.Now().After(deadline) {
 				t.Fatalf("read %d + %d records, want %d", len(outs[0].vals), len(outs[1].vals), want)
 			}
@@ -510,16 +531,15 @@ func TestPartitionDiscovery(t *testing.T) {
 	if resp, err := ct.RequestWith(context.Background(), admin); err != nil || resp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("create topic: %v %v", err, resp)
 	}
+	cl = manual(t, brokers)    // one that knows the new partitions
 	fill(t, cl, "d1", 5, 3, 4) // one more record everywhere, the first in the new partitions
 	fill(t, cl, "d2", 2, 0, 2)
 	fill(t, cl, "other", 2, 0, 5)
 	pollAll(6 + 5 + 4)
-	time.Sleep(100 * time.Millisecond) // a few more rounds: nothing else may come
-	pollAll(0)
 	seen := make(map[string]int)
 	for i, o := range outs[:2] {
 		for id, vs := range o.bySplit {
-			tpc, ps, _ := strings.Cut(id[:len(id)], "-")
+			tpc, ps, _ := strings.Cut(id, "-")
 			p, _ := strconv.Atoi(ps)
 			if owner := Owner(tpc, int32(p), 2); (tpc == "d2" || p >= 2) && owner != i {
 				t.Errorf("subtask %d read the new partition %s, whose owner is %d", i, id, owner)
@@ -563,8 +583,6 @@ func TestPartitionDiscovery(t *testing.T) {
 	fill(t, cl, "d1", 5, 4, 5)
 	fill(t, cl, "d2", 2, 2, 3)
 	pollAll(7)
-	time.Sleep(100 * time.Millisecond)
-	pollAll(0)
 	if n := len(outs[0].vals) + len(outs[1].vals); n != 7 {
 		t.Fatalf("after the restore, %d records read, want 7", n)
 	}

@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -24,11 +23,16 @@ import (
 func TestIdlePartitionDoesNotHoldBackWatermark(t *testing.T) {
 	_, brokers := newCluster(t, 2, "ev", "idle", "held")
 	cl := manual(t, brokers)
-	var rs []*kgo.Record
-	for ts := int64(1000); ts <= 5000; ts += 100 {
-		rs = append(rs, &kgo.Record{Topic: "ev", Partition: 0, Value: []byte("x"), Timestamp: time.UnixMilli(ts)})
+	// Partition 0 gets a record every few milliseconds, 100 ms of event
+	// time apart, for as long as the test reads; partition 1 none.
+	next := int64(1000)
+	feed := func(n int) {
+		for range n {
+			produce(t, cl, &kgo.Record{Topic: "ev", Partition: 0, Value: []byte("x"), Timestamp: time.UnixMilli(next)})
+			next += 100
+		}
 	}
-	produce(t, cl, rs...)
+	feed(10)
 
 	run := func(ctx context.Context, out string, strategy stream.WatermarkStrategy[int64]) chan error {
 		cfg := config.New()
@@ -63,20 +67,29 @@ func TestIdlePartitionDoesNotHoldBackWatermark(t *testing.T) {
 	}
 	defer stop()
 
-	want := []string{"10", "10", "10", "10"} // [1 s, 2 s) ... [4 s, 5 s); 5 s is alone in its window
+	// Windows [1 s, 2 s), [2 s, 3 s), ... hold 10 records each.
+	want := 3
 	deadline := time.Now().Add(20 * time.Second)
 	var got []string
-	for {
-		got = values(readAll(t, brokers, "idle", false))
-		if len(got) >= len(want) || time.Now().After(deadline) {
-			break
+	for len(got) < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("with idleness, %d windows fired in 20 s, want %d", len(got), want)
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case err := <-idle:
+			t.Fatalf("the job ended: %v", err)
+		case err := <-held:
+			t.Fatalf("the job ended: %v", err)
+		default:
+		}
+		feed(2)
+		time.Sleep(20 * time.Millisecond)
+		got = values(readAll(t, brokers, "idle", false))
 	}
-	time.Sleep(300 * time.Millisecond)
-	got = values(readAll(t, brokers, "idle", false))
-	if !slices.Equal(got, want) {
-		t.Fatalf("with idleness, the windows gave %v, want %v", got, want)
+	for _, g := range got {
+		if g != "10" {
+			t.Fatalf("with idleness, the windows gave %v; every 1 s window holds 10 records", got)
+		}
 	}
 	if got := readAll(t, brokers, "held", false); len(got) != 0 {
 		t.Fatalf("without idleness, the empty partition did not hold the watermark back: %d windows fired", len(got))

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 	"unicode"
@@ -131,6 +130,11 @@ func setup(t *testing.T, outputs ...string) (brokers []string, text []string) {
 		}
 		for i, l := range ls {
 			cl.Produce(ctx, &kgo.Record{Topic: "in", Partition: int32((first + i) % 3), Value: []byte(l)}, nil)
+		}
+		// EndTransaction does not send what is buffered: flush first,
+		// so that aborted records too are in the log.
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
 		}
 		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
 			t.Fatal(err)
