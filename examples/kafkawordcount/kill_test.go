@@ -49,7 +49,7 @@ func TestExactlyOnceSurvivesKill(t *testing.T) {
 
 			topic := fmt.Sprintf("killed-%d", p)
 			killAndResume(t, bin, brokers, topic, len(want), 2, func(chk string, extra ...string) []string {
-				return args(topic, chk, append([]string{"--rate", "1500"}, extra...)...)
+				return args(topic, chk, append([]string{"--rate", "600"}, extra...)...)
 			})
 			got := readCommitted(t, brokers, topic, true)
 			if d := compareLines(got, clean); d != "" {
@@ -76,7 +76,7 @@ func TestAtLeastOnceLosesNothing(t *testing.T) {
 	want := reference(text)
 	killAndResume(t, bin, brokers, "alo", len(want), 1, func(chk string, extra ...string) []string {
 		return append([]string{"--brokers", strings.Join(brokers, ","), "--input-topic", "in", "--output-topic", "alo",
-			"--bounded", "-p", "2", "--delivery", "at-least-once", "--rate", "1500",
+			"--bounded", "-p", "2", "--delivery", "at-least-once", "--rate", "600",
 			"--checkpoint-interval", "200ms", "--checkpoint-dir", chk}, extra...)
 	})
 	got := readCommitted(t, brokers, "alo", false)

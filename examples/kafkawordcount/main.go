@@ -72,6 +72,11 @@ func main() {
 	if *bounded {
 		srcOpts.Stop = kafka.StopAtLatest()
 	}
+	if *rate > 0 {
+		// The throttle sleeps inside the source's poll: polls of about
+		// 20 ms of lines let checkpoint barriers through in between.
+		srcOpts.MaxPollRecords = max(1, int(*rate/50))
+	}
 	src, err := kafka.NewSource(srcOpts, kafka.String)
 	if err != nil {
 		fail(2, err)
