@@ -48,7 +48,7 @@ type reader[T any] struct {
 	commitMu sync.Mutex
 	toCommit map[tp]int64
 	commitC  chan struct{}
-	stop     chan struct{}
+	stop     context.CancelFunc // ends commitLoop
 	wg       sync.WaitGroup
 }
 
@@ -107,9 +107,11 @@ func (r *reader[T]) start() error {
 		r.nextDiscovery = time.Now().Add(r.src.opts.DiscoveryInterval)
 	}
 	if r.src.opts.GroupID != "" {
-		r.commitC, r.stop = make(chan struct{}, 1), make(chan struct{})
+		var ctx context.Context
+		r.commitC = make(chan struct{}, 1)
+		ctx, r.stop = context.WithCancel(context.Background())
 		r.wg.Add(1)
-		go r.commitLoop()
+		go r.commitLoop(ctx)
 	}
 	return nil
 }
@@ -335,11 +337,11 @@ func (r *reader[T]) NotifyCheckpointComplete(id int64) error {
 
 // commitLoop commits the newest completed checkpoint's offsets, one
 // commit at a time.
-func (r *reader[T]) commitLoop() {
+func (r *reader[T]) commitLoop(ctx context.Context) {
 	defer r.wg.Done()
 	for {
 		select {
-		case <-r.stop:
+		case <-ctx.Done():
 			return
 		case <-r.commitC:
 		}
@@ -347,22 +349,15 @@ func (r *reader[T]) commitLoop() {
 		offsets := r.toCommit
 		r.toCommit = nil
 		r.commitMu.Unlock()
-		if err := r.commitOffsets(offsets); err != nil {
+		if err := r.commitOffsets(ctx, offsets); err != nil {
 			r.src.opts.Logger.Warn("kafka source: committing offsets to the group failed (they are for monitoring only)", "group", r.src.opts.GroupID, "err", err)
 		}
 	}
 }
 
-func (r *reader[T]) commitOffsets(offsets map[tp]int64) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+func (r *reader[T]) commitOffsets(ctx context.Context, offsets map[tp]int64) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	go func() {
-		select {
-		case <-r.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group = r.src.opts.GroupID
 	req.Generation = -1 // a group-less commit, as a standalone consumer's
@@ -398,7 +393,7 @@ func (r *reader[T]) commitOffsets(offsets map[tp]int64) error {
 
 func (r *reader[T]) Close() error {
 	if r.stop != nil {
-		close(r.stop)
+		r.stop()
 		r.wg.Wait()
 		r.stop = nil
 	}
