@@ -6,15 +6,24 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# MariaDB for the JDBC connector's tests (connector/jdbc, examples/wordcount):
-# Debian's mariadb-server, installed when missing; the tests start their own
-# server. With WEIR_REQUIRE_SYSTEMS=1 a test that misses a system fails
-# instead of skipping.
+# Systems the tests need run for real, installed from Debian when missing
+# (one apt-get update for all): MariaDB for the JDBC connector's tests
+# (connector/jdbc, examples/wordcount; they start their own server) and
+# kcat, which reads the Kafka sink's committed output as a read_committed
+# consumer that is not franz-go. With WEIR_REQUIRE_SYSTEMS=1 a test that
+# misses a system fails instead of skipping.
+missing=()
 if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
+	missing+=(mariadb-server)
+fi
+if ! command -v kcat >/dev/null 2>&1; then
+	missing+=(kcat)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
 	sudo=""
 	[ "$(id -u)" -ne 0 ] && sudo=sudo
 	$sudo apt-get update
-	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends mariadb-server
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 export WEIR_REQUIRE_SYSTEMS=1
 

@@ -113,6 +113,20 @@ type SplitReader[T any] interface {
 	Close() error
 }
 
+// CheckpointListener is implemented by split readers that act when a
+// checkpoint completes, such as the Kafka source, which commits the
+// checkpointed offsets back to its consumer group for monitoring. For such
+// a reader the runtime calls SnapshotCheckpoint instead of Snapshot, so
+// that the reader knows which checkpoint a position belongs to. Both
+// methods run on the task's goroutine, like the others.
+type CheckpointListener interface {
+	// SnapshotCheckpoint is Snapshot for the checkpoint checkpointID.
+	SnapshotCheckpoint(checkpointID int64) ([]Split, error)
+	// NotifyCheckpointComplete says that the checkpoint completed. An
+	// error fails the task.
+	NotifyCheckpointComplete(checkpointID int64) error
+}
+
 // SinkContext is what a sink learns about the subtask it runs in.
 type SinkContext struct {
 	Subtask       int // 0-based index of the sink subtask

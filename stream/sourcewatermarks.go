@@ -88,6 +88,24 @@ func (r *watermarkedReader[T]) AddSplits(splits []connector.Split) error {
 	return r.SplitReader.AddSplits(splits)
 }
 
+// SnapshotCheckpoint passes connector.CheckpointListener through to the
+// wrapped reader.
+func (r *watermarkedReader[T]) SnapshotCheckpoint(id int64) ([]connector.Split, error) {
+	if l, ok := r.SplitReader.(connector.CheckpointListener); ok {
+		return l.SnapshotCheckpoint(id)
+	}
+	return r.SplitReader.Snapshot()
+}
+
+// NotifyCheckpointComplete passes connector.CheckpointListener through to
+// the wrapped reader.
+func (r *watermarkedReader[T]) NotifyCheckpointComplete(id int64) error {
+	if l, ok := r.SplitReader.(connector.CheckpointListener); ok {
+		return l.NotifyCheckpointComplete(id)
+	}
+	return nil
+}
+
 type splitWatermarks[T any] struct {
 	r          *watermarkedReader[T]
 	gen        WatermarkGenerator[T]

@@ -1133,6 +1133,7 @@ func RunSource[T any](t *Task, h *SourceHead[T]) error {
 		return nil
 	}})
 	t.snapshotters = append(t.snapshotters, namedSnapshotter{info: h.Info, s: &sourceSnapshotter[T]{t: t, uid: h.Info.UID, src: h.Source, reader: &reader}})
+	t.listeners = append(t.listeners, readerListener[T]{reader: &reader})
 	return t.run(func() {
 		t.current = h.Info
 		r, err := h.Source.NewReader(t.ctx, connector.SplitContext{Subtask: t.subtask, Parallelism: t.parallelism})
@@ -1205,7 +1206,7 @@ func (s *sourceSnapshotter[T]) serializer() (connector.SplitSerializer, error) {
 	return ser, nil
 }
 
-func (s *sourceSnapshotter[T]) SnapshotState(int64) ([]byte, error) {
+func (s *sourceSnapshotter[T]) SnapshotState(id int64) ([]byte, error) {
 	ser, err := s.serializer()
 	if err != nil {
 		return nil, err
@@ -1215,11 +1216,27 @@ func (s *sourceSnapshotter[T]) SnapshotState(int64) ([]byte, error) {
 		// given, none for a finished source.
 		return ser.EncodeSplits(s.t.splits)
 	}
-	splits, err := (*s.reader).Snapshot()
+	var splits []connector.Split
+	if l, ok := (*s.reader).(connector.CheckpointListener); ok {
+		splits, err = l.SnapshotCheckpoint(id)
+	} else {
+		splits, err = (*s.reader).Snapshot()
+	}
 	if err != nil {
 		return nil, err
 	}
 	return ser.EncodeSplits(splits)
+}
+
+// readerListener passes checkpoint completions on to a reader that
+// implements connector.CheckpointListener.
+type readerListener[T any] struct{ reader *connector.SplitReader[T] }
+
+func (l readerListener[T]) NotifyCheckpointComplete(id int64) error {
+	if cl, ok := (*l.reader).(connector.CheckpointListener); ok {
+		return cl.NotifyCheckpointComplete(id)
+	}
+	return nil
 }
 
 // RestoreState replaces the subtask's assigned splits by the checkpointed
