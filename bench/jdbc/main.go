@@ -2,15 +2,16 @@
 // batched-insert loop with database/sql on the same MariaDB server, which
 // it starts itself (Debian's mariadb-server, as the tests do).
 //
-//	go run ./bench/jdbc [--rows 500000] [--batch 1000] [--runs 3] [--json]
+//	go run ./bench/jdbc [--rows 500000] [--batch 1000] [--runs 5] [--json]
 //
 // Every run writes --rows rows (id BIGINT, word VARCHAR(32), n BIGINT)
 // into a fresh table: the loop with multi-row INSERTs of --batch rows
 // (client-side parameter interpolation, as the sink uses); the sink
 // appending at least once; the sink upserting by id; and the sink
 // exactly once, preparing and committing an XA transaction every
-// --checkpoint rows, as a job checkpointing would. The median of --runs
-// runs is reported.
+// --checkpoint rows, as a job checkpointing would. The median and min–max
+// of --runs runs are reported, the ratio to the loop by the clock and by
+// the client's CPU time.
 package main
 
 import (
@@ -20,7 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
+	"runtime"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 
 	"github.com/weirproject/weir/connector"
 	"github.com/weirproject/weir/connector/jdbc"
+	"github.com/weirproject/weir/internal/benchstat"
 	"github.com/weirproject/weir/internal/testmysql"
 )
 
@@ -41,7 +43,7 @@ func main() {
 	rows := flag.Int("rows", 500_000, "rows per run")
 	batch := flag.Int("batch", 1000, "rows per INSERT, for the loop and the sink")
 	checkpoint := flag.Int("checkpoint", 100_000, "rows per XA transaction in the exactly-once runs")
-	runs := flag.Int("runs", 3, "timed runs of each variant; the median is reported")
+	runs := flag.Int("runs", 5, "timed runs of each variant; the median and min–max are reported")
 	asJSON := flag.Bool("json", false, "print the results as JSON")
 	flag.Parse()
 
@@ -91,34 +93,40 @@ func main() {
 		}},
 	}
 	type result struct {
-		Variant    string  `json:"variant"`
-		Rows       int     `json:"rows"`
-		Seconds    float64 `json:"seconds"`
-		RowsPerSec float64 `json:"rows_per_sec"`
-		Ratio      float64 `json:"ratio_to_loop"`
+		Variant string            `json:"variant"`
+		Rows    int               `json:"rows"`
+		Wall    []float64         `json:"seconds"`
+		CPU     []float64         `json:"cpu_seconds"`
+		RowsSec benchstat.Summary `json:"rows_per_sec"`
+		Ratio   benchstat.Summary `json:"ratio_to_loop"`
+		PerCore benchstat.Summary `json:"ratio_to_loop_per_core"`
 	}
-	var results []result
-	for _, v := range variants {
-		var secs []float64
-		for range *runs {
+	results := make([]result, len(variants))
+	// Every run goes through the variants in turn, so that the loop and
+	// the sink meet the same moment of a shared machine.
+	for range *runs {
+		for i, v := range variants {
 			t := fresh()
-			start := time.Now()
+			runtime.GC()
+			start, cpu := time.Now(), benchstat.ProcessCPU()
 			if err := v.run(t); err != nil {
 				fail(fmt.Errorf("%s: %w", v.name, err))
 			}
-			secs = append(secs, time.Since(start).Seconds())
+			results[i].Wall = append(results[i].Wall, time.Since(start).Seconds())
+			results[i].CPU = append(results[i].CPU, (benchstat.ProcessCPU() - cpu).Seconds())
 			var n int
 			if err := admin.QueryRow("SELECT COUNT(*) FROM bench." + t).Scan(&n); err != nil || n != len(data) {
 				fail(fmt.Errorf("%s: %d rows in the table, want %d (%v)", v.name, n, len(data), err))
 			}
 			admin.Exec("DROP TABLE bench." + t)
 		}
-		slices.Sort(secs)
-		med := secs[len(secs)/2]
-		results = append(results, result{Variant: v.name, Rows: len(data), Seconds: med, RowsPerSec: float64(len(data)) / med})
 	}
-	for i := range results {
-		results[i].Ratio = results[i].RowsPerSec / results[0].RowsPerSec
+	for i, v := range variants {
+		r := &results[i]
+		r.Variant, r.Rows = v.name, len(data)
+		r.RowsSec = benchstat.Of(benchstat.Scale(float64(len(data)), r.Wall))
+		r.Ratio = benchstat.Of(benchstat.Ratios(results[0].Wall, r.Wall))
+		r.PerCore = benchstat.Of(benchstat.Ratios(results[0].CPU, r.CPU))
 	}
 	if *asJSON {
 		json.NewEncoder(os.Stdout).Encode(results)
@@ -126,10 +134,13 @@ func main() {
 	}
 	var version string
 	admin.QueryRow("SELECT VERSION()").Scan(&version)
-	fmt.Printf("MariaDB %s, %d rows a run, batches of %d, median of %d runs\n", version, len(data), *batch, *runs)
-	fmt.Printf("%-32s %10s %12s %8s\n", "variant", "seconds", "rows/s", "ratio")
+	fmt.Printf("MariaDB %s, %d rows a run, batches of %d; median (min–max) of %d runs, variants alternating\n", version, len(data), *batch, *runs)
+	fmt.Printf("CPU time is the client process's (the server's is not counted)\n")
+	fmt.Printf("%-30s %-24s %-24s %-20s %-20s\n", "variant", "seconds", "k rows/s", "ratio", "ratio per core (client)")
 	for _, r := range results {
-		fmt.Printf("%-32s %10.3f %12.0f %8.2f\n", r.Variant, r.Seconds, r.RowsPerSec, r.Ratio)
+		k := r.RowsSec
+		k.Median, k.Min, k.Max = k.Median/1e3, k.Min/1e3, k.Max/1e3
+		fmt.Printf("%-30s %-24s %-24s %-20s %-20s\n", r.Variant, benchstat.Of(r.Wall).Format("%.2f"), k.Format("%.1f"), r.Ratio, r.PerCore)
 	}
 }
 

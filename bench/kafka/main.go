@@ -1,14 +1,15 @@
 // Command kafka measures the Kafka connector's throughput against plain
 // franz-go loops on the same in-process cluster (kfake, one broker):
 //
-//	go run ./bench/kafka [--records 500000] [--size 100] [--partitions 3] [--runs 3]
+//	go run ./bench/kafka [--records 500000] [--size 100] [--partitions 3] [--runs 5]
 //
 // source: a weir job (Kafka source, bounded at the latest offsets → a sink
 // that only counts) against a franz-go consumer loop reading the same
 // topic. sink: a weir job (generator → Kafka sink) with each delivery
 // guarantee against a franz-go producer loop (Produce, then Flush). The
 // cluster runs in this process and takes CPU too, the same for both
-// sides. Each figure is the median of --runs runs.
+// sides. Each figure is the median and min–max of --runs runs, by the
+// clock and per core (CPU time).
 package main
 
 import (
@@ -16,7 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"text/tabwriter"
@@ -28,6 +29,7 @@ import (
 	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/connector"
 	"github.com/weirproject/weir/connector/kafka"
+	"github.com/weirproject/weir/internal/benchstat"
 	"github.com/weirproject/weir/stream"
 )
 
@@ -35,7 +37,7 @@ var (
 	records    = flag.Int("records", 500_000, "records per run")
 	size       = flag.Int("size", 100, "value size in bytes")
 	partitions = flag.Int("partitions", 3, "partitions of every topic")
-	runs       = flag.Int("runs", 3, "timed runs per case (the median is reported)")
+	runs       = flag.Int("runs", 5, "timed runs per case (the median and min–max are reported)")
 )
 
 func main() {
@@ -47,8 +49,10 @@ func main() {
 }
 
 type result struct {
-	name string
-	secs []float64
+	name     string
+	baseline int // index of the loop this case is compared with
+	wall     []float64
+	cpu      []float64
 }
 
 func run() error {
@@ -59,51 +63,52 @@ func run() error {
 	defer c.Close()
 	brokers := c.ListenAddrs()
 	value := []byte(strings.Repeat("x", *size))
-	var results []result
-	add := func(name string, f func(i int) error) error {
-		r := result{name: name}
-		for i := range *runs {
-			start := time.Now()
-			if err := f(i); err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			r.secs = append(r.secs, time.Since(start).Seconds())
-		}
-		results = append(results, r)
-		return nil
+	type benchCase struct {
+		result
+		run func(i int) error
 	}
-
-	// The input of the source cases, written by the producer loop.
-	if err := add("sink: franz-go producer loop", func(i int) error {
+	// Every run goes through all cases in this order, so that a loop and
+	// the weir cases compared with it meet the same moment of a shared
+	// machine; the producer loop writes the source cases' input.
+	cases := []*benchCase{{result: result{name: "sink: franz-go producer loop", baseline: 0}, run: func(i int) error {
 		return produceLoop(brokers, fmt.Sprintf("in-%d", i), value)
-	}); err != nil {
-		return err
-	}
+	}}}
 	for _, d := range []kafka.Delivery{kafka.None, kafka.AtLeastOnce, kafka.ExactlyOnce} {
-		if err := add("sink: weir "+d.String(), func(i int) error {
+		cases = append(cases, &benchCase{result: result{name: "sink: weir " + d.String(), baseline: 0}, run: func(i int) error {
 			return sinkJob(brokers, fmt.Sprintf("out-%s-%d", d, i), d, value)
-		}); err != nil {
-			return err
+		}})
+	}
+	cases = append(cases,
+		&benchCase{result: result{name: "source: franz-go consumer loop", baseline: 4}, run: func(i int) error {
+			return consumeLoop(brokers, fmt.Sprintf("in-%d", i))
+		}},
+		&benchCase{result: result{name: "source: weir (read_committed)", baseline: 4}, run: func(i int) error {
+			return sourceJob(brokers, fmt.Sprintf("in-%d", i))
+		}})
+	for i := range *runs {
+		for _, bc := range cases {
+			runtime.GC()
+			start, cpu := time.Now(), benchstat.ProcessCPU()
+			if err := bc.run(i); err != nil {
+				return fmt.Errorf("%s: %w", bc.name, err)
+			}
+			bc.wall = append(bc.wall, time.Since(start).Seconds())
+			bc.cpu = append(bc.cpu, (benchstat.ProcessCPU() - cpu).Seconds())
 		}
 	}
-	if err := add("source: franz-go consumer loop", func(i int) error {
-		return consumeLoop(brokers, fmt.Sprintf("in-%d", i))
-	}); err != nil {
-		return err
-	}
-	if err := add("source: weir (read_committed)", func(i int) error {
-		return sourceJob(brokers, fmt.Sprintf("in-%d", i))
-	}); err != nil {
-		return err
-	}
 
-	fmt.Printf("%d records of %d bytes, %d partitions, parallelism 1, median of %d runs\n\n", *records, *size, *partitions, *runs)
+	fmt.Printf("%d records of %d bytes, %d partitions, parallelism 1; median (min–max) of %d runs, cases alternating.\n", *records, *size, *partitions, *runs)
+	fmt.Printf("CPU time is this process's, the in-process broker's included, for both sides.\n\n")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\trecords/s\tMB/s\t")
-	for _, r := range results {
-		slices.Sort(r.secs)
-		s := r.secs[len(r.secs)/2]
-		fmt.Fprintf(tw, "%s\t%.0f\t%.1f\t\n", r.name, float64(*records)/s, float64(*records)*float64(*size)/s/1e6)
+	fmt.Fprintln(tw, "case\tk records/s\tMB/s\tCPU s\tratio to loop\tper core\t")
+	n := float64(*records)
+	for _, bc := range cases {
+		loop := cases[bc.baseline]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", bc.name,
+			benchstat.Of(benchstat.Scale(n/1e3, bc.wall)).Format("%.0f"),
+			benchstat.Of(benchstat.Scale(n*float64(*size)/1e6, bc.wall)).Format("%.1f"),
+			benchstat.Of(bc.cpu).Format("%.2f"),
+			benchstat.Of(benchstat.Ratios(loop.wall, bc.wall)), benchstat.Of(benchstat.Ratios(loop.cpu, bc.cpu)))
 	}
 	return tw.Flush()
 }
