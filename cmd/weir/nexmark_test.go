@@ -49,6 +49,7 @@ func TestNexmarkUsage(t *testing.T) {
 		{"nexmark", "--query", "q1", "--parallelism", "0"},
 		{"nexmark", "--query", "q1", "--runs", "0"},
 		{"nexmark", "--query", "q1", "--runs", "2", "--output", "x.jsonl"},
+		{"nexmark", "--query", "q1", "--runs", "2", "--jobmanager", "127.0.0.1:1"},
 	} {
 		_, stderr, code := weir(t, args...)
 		if code != exitUsage {
