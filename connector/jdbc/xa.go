@@ -197,11 +197,16 @@ func (w *XAWriter[T]) Commit(committables [][]byte) error {
 // release a prepared transaction from a closed connection.
 const finishWait = 30 * time.Second
 
+// unlistedGrace is how long a transaction must stay unknown to COMMIT and
+// absent from XA RECOVER before finish takes it for finished.
+const unlistedGrace = 2 * time.Second
+
 // finish commits or rolls back a prepared transaction.
 func (w *writer[T]) finish(db *sql.DB, op string, id xid) error {
 	ctx := context.Background() // the job may be ending; the commit must not
 	deadline := time.Now().Add(finishWait)
 	backoff := 10 * time.Millisecond
+	var unlisted time.Time // since when XA RECOVER has not listed it
 	for {
 		err := retry(ctx, w.s.opts.MaxRetries, w.s.opts.RetryBackoff, func() error {
 			_, err := db.ExecContext(ctx, "XA "+op+" "+id.sql())
@@ -218,7 +223,20 @@ func (w *writer[T]) finish(db *sql.DB, op string, id xid) error {
 			return fmt.Errorf("jdbc: XA %s %s: %w; XA RECOVER: %w", op, id.gtrid(), err, rerr)
 		}
 		if !prepared[id] {
-			return nil // finished before
+			// Unknown and not listed: finished before — or the server is
+			// still detaching it from the connection that prepared it,
+			// which was just closed (a commit right after the prepare, or
+			// a restart in the same process). For a moment then neither
+			// COMMIT nor XA RECOVER sees it; taking that for "finished"
+			// lost a checkpoint's rows. Only an absence that lasts counts.
+			if unlisted.IsZero() {
+				unlisted = time.Now()
+			}
+			if time.Since(unlisted) >= unlistedGrace {
+				return nil
+			}
+		} else {
+			unlisted = time.Time{}
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("jdbc: XA %s %s: the transaction is prepared but still held by a connection after %v: %w", op, id.gtrid(), finishWait, err)

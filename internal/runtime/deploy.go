@@ -553,6 +553,9 @@ func (c *coordinator) run(ctx context.Context) error {
 	checkpointFailed := func(id int64, cause error) error {
 		lastEnd = time.Now()
 		c.abort(id)
+		// Never written, or not completely: its directory goes (a
+		// checkpoint the authority may have recorded never gets here).
+		c.d.storage.unclaim(id)
 		if allFinished() {
 			if c.d.mc.Authority != nil {
 				// Output committed without a confirmed checkpoint could be
@@ -659,6 +662,7 @@ func (c *coordinator) run(ctx context.Context) error {
 			<-allDone
 			if cur != nil {
 				fail(cur.savepoint, fmt.Errorf("savepoint: the job ended before it completed: %w", context.Cause(ctx)))
+				c.d.storage.unclaim(cur.id)
 			}
 			for _, q := range queued {
 				fail(q, errors.New("savepoint: the job ended"))
@@ -667,6 +671,7 @@ func (c *coordinator) run(ctx context.Context) error {
 		case <-allDone:
 			if cur != nil {
 				fail(cur.savepoint, errors.New("savepoint: the job finished before it completed"))
+				c.d.storage.unclaim(cur.id)
 			}
 			for _, q := range queued {
 				fail(q, errors.New("savepoint: the job finished"))

@@ -264,7 +264,9 @@ func (s *checkpointStorage) claim(ctx context.Context, id int64, owner string) (
 }
 
 // unclaim removes the directory of a claimed checkpoint number that will
-// hold no checkpoint, a savepoint's.
+// hold no checkpoint: a savepoint's, or a checkpoint's that failed or was
+// still in flight when the job ended. Files a task was still uploading
+// into it may come back; they go with the job's directory.
 func (s *checkpointStorage) unclaim(id int64) {
 	if s.root != nil {
 		_ = s.root.join(s.jobID, fmt.Sprintf("chk-%d", id)).deleteAll(context.Background())
