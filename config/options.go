@@ -251,8 +251,8 @@ var (
 		[]string{RetentionDeleteOnCancellation, RetentionRetainOnCancellation},
 		"What happens to the checkpoints in state.checkpoints.dir when the job is cancelled: "+
 			"DELETE_ON_CANCELLATION removes them, RETAIN_ON_CANCELLATION keeps them for --from-savepoint. "+
-			"They are always kept when the job fails. On a cluster the JobManager removes them, and reads this "+
-			"option from the job's -D settings only.")
+			"They are always kept when the job fails. On a cluster the JobManager removes them, and learns the "+
+			"program's setting from the checkpoints its workers ask it to confirm.")
 
 	NumRetainedCheckpoints = intOption("state.checkpoints.num-retained", 1, 1, math.MaxInt,
 		"Completed checkpoints kept in state.checkpoints.dir; older ones are deleted.")
