@@ -48,6 +48,16 @@ func committed(t *testing.T, dir string) []string {
 	return lines
 }
 
+// committedSoFar is the number of committed lines in dir, 0 before the
+// sink has made dir: for polling a job that is starting.
+func committedSoFar(t *testing.T, dir string) int {
+	t.Helper()
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	return len(committed(t, dir))
+}
+
 // compareLines reports how two sorted multisets of lines differ.
 func compareLines(got, want []string) string {
 	if slices.Equal(got, want) {

@@ -40,14 +40,7 @@ func TestMonitoredDirectoryWordCount(t *testing.T) {
 		return append([]string{"--input", in, "--monitor-interval", "50ms", "--output", out, "-p", "2",
 			"--checkpoint-interval", "50ms", "--checkpoint-dir", chk}, extra...)
 	}
-	// progress is how many lines are committed, 0 before the sink made
-	// its directory.
-	progress := func() int {
-		if _, err := os.Stat(out); err != nil {
-			return 0
-		}
-		return len(committed(t, out))
-	}
+	progress := func() int { return committedSoFar(t, out) }
 	add(0)
 	p := startProcess(t, bin, args()...)
 	waitFor(t, p, 60*time.Second, "the first file's counts", func() bool {
