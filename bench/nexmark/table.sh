@@ -61,7 +61,7 @@ if $flink; then
 		lo=$(echo "$core" | sed -E 's/.*\(([0-9,]+)–.*/\1/; s/,//g')
 		hi=$(echo "$core" | sed -E 's/.*–([0-9,]+)\).*/\1/; s/,//g')
 		ratio=$(awk -v m="$med" -v l="$lo" -v h="$hi" -v f="$f" 'BEGIN { printf "%.1f (%.1f–%.1f)", m/(f*1000), l/(f*1000), h/(f*1000) }')
-		echo "| $q | $tput | $core | $(awk -v f="$f" 'BEGIN { printf "%d", f*1000 }') | $ratio |"
+		echo "| $q | $tput | $core | $(awk -v f="$f" 'BEGIN { printf "%.0f", f*1000 }') | $ratio |"
 	done
 	exit 0
 fi
