@@ -1,6 +1,7 @@
 package file
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/weirproject/weir/connector"
+	"github.com/weirproject/weir/internal/storage"
 )
 
 // EncodeSplits implements connector.SplitSerializer: file splits are four
@@ -80,7 +82,15 @@ func (w *TextWriter[T]) PrepareCommit(checkpointID int64) ([]byte, error) {
 		Final:   filepath.Join(dir, fmt.Sprintf("part-%d-%d-%d-%s", w.subtask, w.attempt, w.seq, w.run)),
 	}
 	w.seq++
-	if err := os.Rename(w.tmp, p.Pending); err != nil {
+	if w.remote != nil {
+		// Staged under the hidden name in the store; the committable
+		// names the objects relative to the sink's directory.
+		if _, err := w.remote.Upload(w.ctx, filepath.Base(p.Pending), w.tmp); err != nil {
+			w.err = fmt.Errorf("file: %w", err)
+			return nil, w.err
+		}
+		p.Pending, p.Final = filepath.Base(p.Pending), filepath.Base(p.Final)
+	} else if err := os.Rename(w.tmp, p.Pending); err != nil {
 		w.err = fmt.Errorf("file: %w", err)
 		return nil, w.err
 	}
@@ -105,6 +115,12 @@ func (w *TextWriter[T]) Commit(committables [][]byte) error {
 			return err
 		}
 		for _, p := range files {
+			if w.remote != nil {
+				if err := publishObject(w.ctx, w.remote, p.Pending, p.Final); err != nil {
+					return err
+				}
+				continue
+			}
 			err := os.Rename(p.Pending, p.Final)
 			if err == nil {
 				syncDir(filepath.Dir(p.Final))
@@ -138,4 +154,28 @@ func decodeTransaction(data []byte) ([]pendingFile, error) {
 		}
 	}
 	return files, nil
+}
+
+// publishObject copies a staged object to its final name and deletes the
+// staged one: an object store has no rename. A crash between the two
+// leaves both, and the commit after the recovery finds the final object
+// and deletes the staged one again.
+func publishObject(ctx context.Context, loc *storage.Location, staged, final string) error {
+	ok, err := loc.Exists(ctx, staged)
+	if err != nil {
+		return fmt.Errorf("file: commit: %w", err)
+	}
+	if !ok {
+		if done, err := loc.Exists(ctx, final); err == nil && done {
+			return nil // committed before
+		}
+		return fmt.Errorf("file: commit %s: the staged object is gone and %s does not exist", loc.URI(staged), loc.URI(final))
+	}
+	if err := loc.Copy(ctx, final, staged); err != nil {
+		return fmt.Errorf("file: commit: %w", err)
+	}
+	if err := loc.Delete(ctx, staged); err != nil {
+		return fmt.Errorf("file: commit: %w", err)
+	}
+	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"hash/fnv"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"time"
 
@@ -143,8 +142,8 @@ func (s *FormatSource[T]) Splits(ctx context.Context, parallelism int) ([]connec
 }
 
 // NewReader returns the reader of one subtask.
-func (s *FormatSource[T]) NewReader(context.Context, connector.SplitContext) (connector.SplitReader[T], error) {
-	return &formatReader[T]{src: s, shards: make(map[int]*shard)}, nil
+func (s *FormatSource[T]) NewReader(ctx context.Context, _ connector.SplitContext) (connector.SplitReader[T], error) {
+	return &formatReader[T]{ctx: ctx, src: s, shards: make(map[int]*shard)}, nil
 }
 
 // shard is a MonitorSplit being served.
@@ -162,12 +161,13 @@ func shardOf(path string, n int) int {
 }
 
 type formatReader[T any] struct {
+	ctx    context.Context // the reader's life, for reads from object stores
 	src    *FormatSource[T]
 	shards map[int]*shard // by shard index
 	queue  []*RecordSplit // files to read, in discovery order
 
 	cur      *RecordSplit // the file being read, nil if none
-	f        *os.File
+	f        readerAtCloser
 	dec      Decoder[T]
 	nextScan time.Time
 	closed   bool
@@ -277,16 +277,11 @@ func (r *formatReader[T]) open() error {
 	s := r.queue[0]
 	r.queue[0] = nil
 	r.queue = r.queue[1:]
-	f, err := os.Open(s.Path)
+	f, size, err := openRandom(r.ctx, s.Path)
 	if err != nil {
-		return fmt.Errorf("file: %w", err)
+		return err
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("file: %w", err)
-	}
-	dec, err := r.src.dec.NewDecoder(Input{R: f, Size: fi.Size(), Path: s.Path}, s.Pos)
+	dec, err := r.src.dec.NewDecoder(Input{R: f, Size: size, Path: s.Path}, s.Pos)
 	if err != nil {
 		f.Close()
 		return fmt.Errorf("file: %s: %w", s.Path, err)
@@ -399,16 +394,12 @@ func ReadAll[T any](dec Decoding[T], paths ...string) ([]T, error) {
 }
 
 func readFile[T any](dec Decoding[T], path string, out []T) ([]T, error) {
-	f, err := os.Open(path)
+	f, size, err := openRandom(context.Background(), path)
 	if err != nil {
-		return nil, fmt.Errorf("file: %w", err)
+		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("file: %w", err)
-	}
-	d, err := dec.NewDecoder(Input{R: f, Size: fi.Size(), Path: path}, 0)
+	d, err := dec.NewDecoder(Input{R: f, Size: size, Path: path}, 0)
 	if err != nil {
 		return nil, fmt.Errorf("file: %s: %w", path, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weirproject/weir/connector"
+	"github.com/weirproject/weir/internal/storage"
 )
 
 // Defaults of the rolling policy, Flink's DefaultRollingPolicy.
@@ -175,14 +176,11 @@ func checkBucket(b string) error {
 
 // NewWriter creates the writer of one subtask. Nothing is created on disk
 // before the first record.
-func (s *PartSink[T]) NewWriter(_ context.Context, sc connector.SinkContext) (connector.SinkWriter[T], error) {
+func (s *PartSink[T]) NewWriter(ctx context.Context, sc connector.SinkContext) (connector.SinkWriter[T], error) {
 	if s.enc == nil {
 		return nil, errors.New("file: Sink has no encoding")
 	}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("file: %w", err)
-	}
-	return &PartWriter[T]{
+	w := &PartWriter[T]{
 		s:       s,
 		subtask: sc.Subtask,
 		uid:     newUID(),
@@ -190,7 +188,28 @@ func (s *PartSink[T]) NewWriter(_ context.Context, sc connector.SinkContext) (co
 		dirs:    make(map[string]bool),
 
 		referenced: make(map[string]bool),
-	}, nil
+	}
+	if isRemote(s.dir) {
+		loc, err := storage.Open(ctx, s.dir)
+		if err != nil {
+			return nil, fmt.Errorf("file: %w", err)
+		}
+		// Part files are written on local disk and uploaded whole when
+		// they roll: an object store cannot append to an object.
+		staging, err := os.MkdirTemp("", "weir-parts-")
+		if err != nil {
+			return nil, fmt.Errorf("file: staging directory for %s: %w", s.dir, err)
+		}
+		// Commits run also while the task ends (the final commit) or is
+		// torn down: they must not be cut off half-way by its context.
+		w.ctx, w.remote, w.local = context.WithoutCancel(ctx), loc, staging
+		return w, nil
+	}
+	w.local = localPath(s.dir)
+	if err := os.MkdirAll(w.local, 0o755); err != nil {
+		return nil, fmt.Errorf("file: %w", err)
+	}
+	return w, nil
 }
 
 // newUID is a random UUID (version 4), as Flink uses for the uid of its
@@ -207,7 +226,14 @@ func newUID() string {
 // connector.SinkWriter methods it implements connector.Committer and has
 // Abort.
 type PartWriter[T any] struct {
-	s       *PartSink[T]
+	s *PartSink[T]
+	// local is the directory part files are written to: the sink's own,
+	// or a staging directory when the sink writes to an object store
+	// (remote), where a part file is uploaded under its hidden name when
+	// it rolls and copied to its final name on commit.
+	local   string
+	remote  *storage.Location
+	ctx     context.Context // the writer's life, for the object store
 	subtask int
 	uid     string
 	counter int
@@ -356,12 +382,12 @@ func (w *PartWriter[T]) newPart(bucket string, now time.Time) (*partFile[T], err
 		Final:      filepath.Join(bucket, name),
 	}
 	if !w.dirs[bucket] {
-		if err := os.MkdirAll(filepath.Join(w.s.dir, bucket), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(w.local, bucket), 0o755); err != nil {
 			return nil, w.fail(fmt.Errorf("file: %w", err))
 		}
 		w.dirs[bucket] = true
 	}
-	f, err := os.OpenFile(filepath.Join(w.s.dir, e.InProgress), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(filepath.Join(w.local, e.InProgress), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, w.fail(fmt.Errorf("file: %w", err))
 	}
@@ -393,7 +419,28 @@ func (w *PartWriter[T]) roll(bucket string, pf *partFile[T]) error {
 		return w.fail(fmt.Errorf("file: close %s: %w", pf.entry.InProgress, unwrapPath(err)))
 	}
 	pf.entry.Length, pf.entry.Complete = pf.cw.n, true
+	if w.remote != nil {
+		if err := w.stage(pf.entry); err != nil {
+			return err
+		}
+	}
 	w.rolled = append(w.rolled, pf.entry)
+	return nil
+}
+
+// stage uploads a rolled part file to the object store under its hidden
+// name, where it waits for its checkpoint to complete, and removes the
+// local copy.
+func (w *PartWriter[T]) stage(e partEntry) error {
+	local := filepath.Join(w.local, e.InProgress)
+	n, err := w.remote.Upload(w.ctx, filepath.ToSlash(e.InProgress), local)
+	if err != nil {
+		return w.fail(fmt.Errorf("file: stage %s: %w", e.InProgress, err))
+	}
+	if n != e.Length {
+		return w.fail(fmt.Errorf("file: stage %s: uploaded %d bytes of %d", e.InProgress, n, e.Length))
+	}
+	os.Remove(local) // uploaded; a leftover in the staging directory is removed with it
 	return nil
 }
 
@@ -445,7 +492,10 @@ func (w *PartWriter[T]) PrepareCommit(checkpointID int64) ([]byte, error) {
 	if err := w.rollByTime(w.s.now()); err != nil {
 		return nil, err
 	}
-	rollAll := w.s.onCkpt || checkpointID == math.MaxInt64
+	// A part file on an object store cannot be resumed after a failure
+	// (an object cannot be appended to or truncated), so it rolls at
+	// every checkpoint, as bulk formats do.
+	rollAll := w.s.onCkpt || checkpointID == math.MaxInt64 || w.remote != nil
 	var resumable []partEntry
 	for bucket, pf := range w.open {
 		if rollAll {
@@ -515,7 +565,10 @@ func (w *PartWriter[T]) Commit(committables [][]byte) error {
 }
 
 func (w *PartWriter[T]) publish(e partEntry) error {
-	from, to := filepath.Join(w.s.dir, e.InProgress), filepath.Join(w.s.dir, e.Final)
+	if w.remote != nil {
+		return w.publishRemote(e)
+	}
+	from, to := filepath.Join(w.local, e.InProgress), filepath.Join(w.local, e.Final)
 	fi, err := os.Stat(from)
 	if errors.Is(err, os.ErrNotExist) {
 		if _, serr := os.Stat(to); serr == nil {
@@ -540,6 +593,23 @@ func (w *PartWriter[T]) publish(e partEntry) error {
 	}
 	syncDir(filepath.Dir(to))
 	return nil
+}
+
+// publishRemote publishes a staged part file (see publishObject), after
+// checking that it is whole.
+func (w *PartWriter[T]) publishRemote(e partEntry) error {
+	from, to := filepath.ToSlash(e.InProgress), filepath.ToSlash(e.Final)
+	if !e.Complete {
+		return fmt.Errorf("file: commit %s: a part file on an object store is published only whole", w.remote.URI(from))
+	}
+	size, err := w.remote.Size(w.ctx, from)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("file: commit: %w", err)
+	}
+	if err == nil && size != e.Length {
+		return fmt.Errorf("file: commit %s: it has %d bytes, the checkpoint recorded %d", w.remote.URI(from), size, e.Length)
+	}
+	return publishObject(w.ctx, w.remote, from, to)
 }
 
 // decodePartEntries parses a committable of PrepareCommit. Commit renames
@@ -585,6 +655,9 @@ func (w *PartWriter[T]) Close() error {
 	}
 	w.rolled = nil
 	w.closed = true
+	if w.remote != nil {
+		return os.RemoveAll(w.local)
+	}
 	return nil
 }
 
@@ -601,16 +674,27 @@ func (w *PartWriter[T]) Abort() error {
 		delete(w.open, bucket)
 		pf.f.Close() // the content up to the recorded length is synced
 		if !w.referenced[pf.entry.InProgress] {
-			errs = append(errs, removeIfExists(filepath.Join(w.s.dir, pf.entry.InProgress)))
+			errs = append(errs, removeIfExists(filepath.Join(w.local, pf.entry.InProgress)))
 		}
 	}
 	for _, e := range w.rolled {
 		if !w.referenced[e.InProgress] {
-			errs = append(errs, removeIfExists(filepath.Join(w.s.dir, e.InProgress)))
+			errs = append(errs, w.removeRolled(e))
 		}
 	}
 	w.rolled = nil
+	if w.remote != nil {
+		errs = append(errs, os.RemoveAll(w.local))
+	}
 	return errors.Join(errs...)
+}
+
+// removeRolled removes a rolled part file that no checkpoint recorded.
+func (w *PartWriter[T]) removeRolled(e partEntry) error {
+	if w.remote != nil {
+		return w.remote.Delete(w.ctx, filepath.ToSlash(e.InProgress))
+	}
+	return removeIfExists(filepath.Join(w.local, e.InProgress))
 }
 
 func removeIfExists(path string) error {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"time"
 
 	"github.com/weirproject/weir/connector"
@@ -35,11 +34,12 @@ const (
 
 // lineReader reads its splits one after the other, one file open at a time.
 type lineReader struct {
-	queue []*FileSplit // splits not yet started, in the order added
+	ctx   context.Context // the reader's life, for reads from object stores
+	queue []*FileSplit    // splits not yet started, in the order added
 
 	// The split being read; split is nil when none is.
 	split    *FileSplit
-	f        *os.File
+	f        io.ReadCloser
 	br       *bufio.Reader
 	pos      int64  // offset of the next byte br hands out
 	skipping bool   // discarding the line that started before split.Start
@@ -185,17 +185,13 @@ func (r *lineReader) open() error {
 	if s.Offset >= s.End {
 		return nil // finished before a checkpoint; nothing to read
 	}
-	f, err := os.Open(s.Path)
-	if err != nil {
-		return fmt.Errorf("file: %w", err)
-	}
 	pos, skipping := s.Offset, false
 	if s.Offset == s.Start && s.Start > 0 {
 		pos, skipping = s.Start-1, true
 	}
-	if _, err := f.Seek(pos, io.SeekStart); err != nil {
-		f.Close()
-		return fmt.Errorf("file: seek %s to offset %d: %w", s.Path, pos, unwrapPath(err))
+	f, err := openSequential(r.ctx, s.Path, pos)
+	if err != nil {
+		return err
 	}
 	if r.br == nil {
 		r.br = bufio.NewReaderSize(f, bufferSize)

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/weirproject/weir/connector"
+	"github.com/weirproject/weir/internal/storage"
 )
 
 // TextSink writes records as lines of text, one file per subtask. Build it
@@ -66,11 +67,26 @@ func defaultFormat[T any]() func(T) string {
 // also removes the in-progress files that earlier attempts of the same
 // subtask left behind when they died without closing.
 func (s *TextSink[T]) NewWriter(ctx context.Context, sc connector.SinkContext) (connector.SinkWriter[T], error) {
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("file: %w", err)
+	dir := localPath(s.dir)
+	var remote *storage.Location
+	if isRemote(s.dir) {
+		loc, err := storage.Open(ctx, s.dir)
+		if err != nil {
+			return nil, fmt.Errorf("file: %w", err)
+		}
+		// The file is written on local disk and uploaded whole: an
+		// object store cannot append to an object or rename it.
+		if dir, err = os.MkdirTemp("", "weir-text-"); err != nil {
+			return nil, fmt.Errorf("file: staging directory for %s: %w", s.dir, err)
+		}
+		remote = loc
+	} else {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("file: %w", err)
+		}
+		removeStale(dir, sc.Subtask, sc.AttemptNumber)
 	}
-	removeStale(s.dir, sc.Subtask, sc.AttemptNumber)
-	tmp := filepath.Join(s.dir, fmt.Sprintf(".part-%d-%d.inprogress", sc.Subtask, sc.AttemptNumber))
+	tmp := filepath.Join(dir, fmt.Sprintf(".part-%d-%d.inprogress", sc.Subtask, sc.AttemptNumber))
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("file: %w", err)
@@ -83,7 +99,9 @@ func (s *TextSink[T]) NewWriter(ctx context.Context, sc connector.SinkContext) (
 		subtask: sc.Subtask,
 		attempt: sc.AttemptNumber,
 		tmp:     tmp,
-		final:   filepath.Join(s.dir, fmt.Sprintf("part-%d", sc.Subtask)),
+		final:   filepath.Join(dir, fmt.Sprintf("part-%d", sc.Subtask)),
+		remote:  remote,
+		ctx:     context.WithoutCancel(ctx),
 		f:       f,
 		w:       bufio.NewWriterSize(f, bufferSize),
 	}, nil
@@ -131,6 +149,10 @@ type TextWriter[T any] struct {
 	final         string // what it becomes
 	f             *os.File
 	w             *bufio.Writer
+	// remote is the object store the files go to; tmp and final are then
+	// in a local staging directory, and final is uploaded, not renamed.
+	remote *storage.Location
+	ctx    context.Context // for the object store; never cancelled
 	// flushed: everything written has been flushed and synced, so the
 	// file is complete if the input has ended.
 	flushed bool
@@ -199,6 +221,13 @@ func (w *TextWriter[T]) Close() error {
 		os.Remove(w.tmp)
 		return fmt.Errorf("file: close %s: %w", w.tmp, unwrapPath(err))
 	}
+	if w.remote != nil {
+		defer os.RemoveAll(filepath.Dir(w.tmp))
+		if _, err := w.remote.Upload(w.ctx, filepath.Base(w.final), w.tmp); err != nil {
+			return fmt.Errorf("file: %w", err)
+		}
+		return nil
+	}
 	if err := os.Rename(w.tmp, w.final); err != nil {
 		os.Remove(w.tmp)
 		return fmt.Errorf("file: %w", err)
@@ -225,6 +254,9 @@ func (w *TextWriter[T]) Abort() error {
 	}
 	w.closed = true
 	w.f.Close() // the file is removed anyway
+	if w.remote != nil {
+		return os.RemoveAll(filepath.Dir(w.tmp))
+	}
 	if err := os.Remove(w.tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("file: %w", err)
 	}

@@ -142,7 +142,17 @@ func listFiles(ctx context.Context, paths []string) ([]fileInfo, error) {
 		}
 	}
 	for _, root := range paths {
-		root = filepath.Clean(root)
+		if isRemote(root) {
+			objs, err := listRemote(ctx, root)
+			if err != nil {
+				return nil, err
+			}
+			for _, o := range objs {
+				add(o.path, o.size)
+			}
+			continue
+		}
+		root = filepath.Clean(localPath(root))
 		fi, err := os.Stat(root)
 		if err != nil {
 			return nil, fmt.Errorf("file: %w", err)
@@ -201,5 +211,5 @@ func hidden(name string) bool {
 // NewReader returns a reader for the splits of one subtask. Its methods must
 // be called from one goroutine at a time, as connector.SplitReader says.
 func (s *LineSource) NewReader(ctx context.Context, sc connector.SplitContext) (connector.SplitReader[string], error) {
-	return &lineReader{}, nil
+	return &lineReader{ctx: ctx}, nil
 }

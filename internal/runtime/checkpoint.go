@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/weirproject/weir/internal/graph"
+	"github.com/weirproject/weir/internal/storage"
 )
 
 // Snapshotter is implemented by operators with state. SnapshotState runs
@@ -92,7 +93,7 @@ type CompletedCheckpoint struct {
 	Path string `json:"-"`
 	// root is the storage directory that the handles of shared state
 	// files are relative to.
-	root *location
+	root *storage.Location
 	// triggered is when the coordinator started the checkpoint.
 	triggered time.Time
 }

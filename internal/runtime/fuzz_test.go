@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/weirproject/weir/internal/storage"
 )
 
 func fuzzCheckpoint() *CompletedCheckpoint {
@@ -29,7 +31,7 @@ func fuzzCheckpoint() *CompletedCheckpoint {
 func FuzzLoadCheckpoint(f *testing.F) {
 	ctx := context.Background()
 	seedDir := f.TempDir()
-	loc, err := fileLocation(seedDir)
+	loc, err := storage.Open(ctx, seedDir)
 	if err != nil {
 		f.Fatal(err)
 	}

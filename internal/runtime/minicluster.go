@@ -12,6 +12,7 @@ import (
 
 	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/internal/graph"
+	"github.com/weirproject/weir/internal/storage"
 )
 
 // MiniCluster runs a job in this process with the same graphs, slots and
@@ -398,13 +399,13 @@ func isBatch(cfg *config.Configuration, sg *graph.StreamGraph) bool {
 // checkpoint storage: what a cluster's JobManager does once a job ended
 // for good.
 func DiscardCheckpointDirs(ctx context.Context, root string, names []string) error {
-	loc, err := openLocation(ctx, root)
+	loc, err := storage.Open(ctx, root)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, n := range names {
-		if err := loc.join(n).deleteAll(ctx); err != nil {
+		if err := loc.Join(n).DeleteAll(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}

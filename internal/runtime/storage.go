@@ -17,8 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"gocloud.dev/blob"
-
+	"github.com/weirproject/weir/internal/storage"
 	"github.com/weirproject/weir/state"
 )
 
@@ -35,7 +34,7 @@ import (
 // its shared files under shared/attempt-<k>/ and reuses only those, so
 // that no attempt deletes a file that a checkpoint of another references.
 type checkpointStorage struct {
-	root  *location // nil: the jobmanager storage, in memory only
+	root  *storage.Location // nil: the jobmanager storage, in memory only
 	jobID string
 	// shared is the key prefix, relative to root, of this storage's
 	// shared files: <job-id>/shared, or <job-id>/shared/attempt-<k> on a
@@ -92,7 +91,7 @@ func newCheckpointStorage(dirOrURI, jobID string) (*checkpointStorage, error) {
 		pending: make(map[int64]map[string]bool), handles: make(map[int64][]string),
 		sizes: make(map[string]int64), uploaded: make(map[int64]int64)}
 	if dirOrURI != "" {
-		loc, err := openLocation(context.Background(), dirOrURI)
+		loc, err := storage.Open(context.Background(), dirOrURI)
 		if err != nil {
 			return nil, fmt.Errorf("state.checkpoints.dir: %w", err)
 		}
@@ -201,7 +200,7 @@ func (f *sharedFiles) Upload(ctx context.Context, localPath, name string) (strin
 	if f.private {
 		handle = path.Join(f.s.jobID, fmt.Sprintf("chk-%d", f.id), "files", name)
 	}
-	n, err := f.s.root.upload(ctx, handle, localPath)
+	n, err := f.s.root.Upload(ctx, handle, localPath)
 	if err != nil {
 		return "", err
 	}
@@ -225,7 +224,7 @@ func (f *sharedFiles) Reuse(handle string) bool {
 }
 
 // restoreFiles downloads the shared files of a checkpoint being restored.
-type restoreFiles struct{ root *location }
+type restoreFiles struct{ root *storage.Location }
 
 func (f restoreFiles) Download(ctx context.Context, handle, localPath string) error {
 	if f.root == nil {
@@ -236,7 +235,7 @@ func (f restoreFiles) Download(ctx context.Context, handle, localPath string) er
 		// the storage root, never a way out of it.
 		return fmt.Errorf("state file %q: not a file name inside the checkpoint storage", handle)
 	}
-	return f.root.download(ctx, handle, localPath)
+	return f.root.Download(ctx, handle, localPath)
 }
 
 // maxClaims bounds the checkpoint numbers claim tries: more directories
@@ -252,7 +251,7 @@ func (s *checkpointStorage) claim(ctx context.Context, id int64, owner string) (
 		return id, nil
 	}
 	for n := id; n < id+maxClaims; n++ {
-		ok, err := s.root.join(s.jobID, fmt.Sprintf("chk-%d", n)).create(ctx, "_claim", []byte(owner+"\n"))
+		ok, err := s.root.Join(s.jobID, fmt.Sprintf("chk-%d", n)).Create(ctx, "_claim", []byte(owner+"\n"))
 		if err != nil {
 			return 0, fmt.Errorf("checkpoint %d: claim its directory: %w", n, err)
 		}
@@ -260,7 +259,7 @@ func (s *checkpointStorage) claim(ctx context.Context, id int64, owner string) (
 			return n, nil
 		}
 	}
-	return 0, fmt.Errorf("checkpoints %d to %d: every directory under %s is taken", id, id+maxClaims-1, s.root.join(s.jobID))
+	return 0, fmt.Errorf("checkpoints %d to %d: every directory under %s is taken", id, id+maxClaims-1, s.root.Join(s.jobID))
 }
 
 // unclaim removes the directory of a claimed checkpoint number that will
@@ -269,7 +268,7 @@ func (s *checkpointStorage) claim(ctx context.Context, id int64, owner string) (
 // into it may come back; they go with the job's directory.
 func (s *checkpointStorage) unclaim(id int64) {
 	if s.root != nil {
-		_ = s.root.join(s.jobID, fmt.Sprintf("chk-%d", id)).deleteAll(context.Background())
+		_ = s.root.Join(s.jobID, fmt.Sprintf("chk-%d", id)).DeleteAll(context.Background())
 	}
 }
 
@@ -290,7 +289,7 @@ func (s *checkpointStorage) write(c *CompletedCheckpoint) error {
 	if s.root == nil {
 		return nil
 	}
-	dir := s.root.join(s.jobID, fmt.Sprintf("chk-%d", c.ID))
+	dir := s.root.Join(s.jobID, fmt.Sprintf("chk-%d", c.ID))
 	if err := writeCheckpoint(context.Background(), dir, c, s.threshold); err != nil {
 		return fmt.Errorf("checkpoint %d: %w", c.ID, err)
 	}
@@ -367,10 +366,10 @@ func (s *checkpointStorage) register(c *CompletedCheckpoint) {
 	// shared files that no retained checkpoint needs any more.
 	ctx := context.Background()
 	for _, d := range drop {
-		_ = s.root.join(s.jobID, fmt.Sprintf("chk-%d", d.ID)).deleteAll(ctx)
+		_ = s.root.Join(s.jobID, fmt.Sprintf("chk-%d", d.ID)).DeleteAll(ctx)
 	}
 	for _, h := range unreferenced {
-		_ = s.root.delete(ctx, h)
+		_ = s.root.Delete(ctx, h)
 	}
 }
 
@@ -378,7 +377,7 @@ func (s *checkpointStorage) register(c *CompletedCheckpoint) {
 // cancelled without asking to retain its checkpoints.
 func (s *checkpointStorage) discard() {
 	if s.root != nil {
-		_ = s.root.join(s.jobID).deleteAll(context.Background())
+		_ = s.root.Join(s.jobID).DeleteAll(context.Background())
 	}
 }
 
@@ -400,7 +399,7 @@ func (s *checkpointStorage) latestCheckpoint() *CompletedCheckpoint {
 // _metadata, which makes it count. State larger than threshold bytes goes
 // to a file of its own, named relative to the checkpoint's directory so
 // that the directory can be moved.
-func writeCheckpoint(ctx context.Context, dir *location, c *CompletedCheckpoint, threshold int) error {
+func writeCheckpoint(ctx context.Context, dir *storage.Location, c *CompletedCheckpoint, threshold int) error {
 	meta := *c
 	meta.Tasks = make([]*TaskSnapshot, len(c.Tasks))
 	for i, t := range c.Tasks {
@@ -412,7 +411,7 @@ func writeCheckpoint(ctx context.Context, dir *location, c *CompletedCheckpoint,
 				continue
 			}
 			name := stateFileName(t, uid)
-			if err := dir.write(ctx, name, data); err != nil {
+			if err := dir.Write(ctx, name, data); err != nil {
 				return err
 			}
 			if mt.Files == nil {
@@ -426,7 +425,7 @@ func writeCheckpoint(ctx context.Context, dir *location, c *CompletedCheckpoint,
 	if err != nil {
 		return fmt.Errorf("encode metadata: %w", err)
 	}
-	return dir.write(ctx, "_metadata", data)
+	return dir.Write(ctx, "_metadata", data)
 }
 
 // stateFileName names an operator's state file in a checkpoint: unique
@@ -440,21 +439,21 @@ func stateFileName(t *TaskSnapshot, uid string) string {
 // a URI) or its _metadata file. The state files are read with it.
 func LoadCheckpoint(pathOrURI string) (*CompletedCheckpoint, error) {
 	ctx := context.Background()
-	loc, err := openLocation(ctx, pathOrURI)
+	loc, err := storage.Open(ctx, pathOrURI)
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint: %w", err)
 	}
-	if path.Base(loc.prefix) == "_metadata" {
-		loc = loc.parent()
+	if loc.Base() == "_metadata" {
+		loc = loc.Parent()
 	}
-	data, err := loc.read(ctx, "_metadata")
+	data, err := loc.Read(ctx, "_metadata")
 	if errors.Is(err, os.ErrNotExist) {
 		// A cluster restarts a job from the latest checkpoint its worker
 		// reported, which the worker may have subsumed and deleted since:
 		// a newer completed checkpoint of the job then stands in for it.
 		if newer := newerCheckpoint(ctx, loc); newer != nil {
 			loc = newer
-			data, err = loc.read(ctx, "_metadata")
+			data, err = loc.Read(ctx, "_metadata")
 		}
 	}
 	if errors.Is(err, os.ErrNotExist) {
@@ -477,7 +476,7 @@ func LoadCheckpoint(pathOrURI string) (*CompletedCheckpoint, error) {
 		}
 		slices.Sort(uids)
 		for _, uid := range uids {
-			st, err := loc.read(ctx, t.Files[uid])
+			st, err := loc.Read(ctx, t.Files[uid])
 			if err != nil {
 				return nil, fmt.Errorf("load checkpoint %s: state of operator %q: %w", loc, uid, err)
 			}
@@ -488,7 +487,7 @@ func LoadCheckpoint(pathOrURI string) (*CompletedCheckpoint, error) {
 	c.Path = loc.String()
 	// Shared files are named relative to the storage root, two levels
 	// up from <root>/<job-id>/chk-<n>.
-	c.root = loc.parent().parent()
+	c.root = loc.Parent().Parent()
 	return c, nil
 }
 
@@ -537,27 +536,23 @@ func (t *TaskSnapshot) check() error {
 
 // newerCheckpoint returns the newest completed checkpoint next to a
 // chk-<n> directory with a number above n, or nil.
-func newerCheckpoint(ctx context.Context, loc *location) *location {
-	n, ok := checkpointNumber(path.Base(loc.prefix))
+func newerCheckpoint(ctx context.Context, loc *storage.Location) *storage.Location {
+	n, ok := checkpointNumber(loc.Base())
 	if !ok {
 		return nil
 	}
-	dir := loc.parent()
-	it := dir.bucket.List(&blob.ListOptions{Prefix: dir.key(""), Delimiter: "/"})
+	dir := loc.Parent()
+	names, _ := dir.SubDirs(ctx)
 	var newer []int64
-	for {
-		obj, err := it.Next(ctx)
-		if err != nil {
-			break
-		}
-		if m, ok := checkpointNumber(path.Base(strings.TrimSuffix(obj.Key, "/"))); ok && obj.IsDir && m > n {
+	for _, name := range names {
+		if m, ok := checkpointNumber(name); ok && m > n {
 			newer = append(newer, m)
 		}
 	}
 	slices.Sort(newer)
 	for _, m := range slices.Backward(newer) {
-		c := dir.join(fmt.Sprintf("chk-%d", m))
-		if ok, err := c.bucket.Exists(ctx, c.key("_metadata")); err == nil && ok {
+		c := dir.Join(fmt.Sprintf("chk-%d", m))
+		if ok, err := c.Exists(ctx, "_metadata"); err == nil && ok {
 			return c
 		}
 	}
@@ -581,7 +576,7 @@ func writeSavepoint(dir string, cp *CompletedCheckpoint, threshold int) (string,
 		return "", errors.New("savepoint: no target directory")
 	}
 	ctx := context.Background()
-	loc, err := openLocation(ctx, dir)
+	loc, err := storage.Open(ctx, dir)
 	if err != nil {
 		return "", fmt.Errorf("savepoint: %w", err)
 	}
@@ -589,7 +584,7 @@ func writeSavepoint(dir string, cp *CompletedCheckpoint, threshold int) (string,
 	// a random part, so that savepoints of one job never collide.
 	var random [6]byte
 	_, _ = rand.Read(random[:])
-	loc = loc.join(fmt.Sprintf("savepoint-%s-%x", cp.JobID[:min(6, len(cp.JobID))], random))
+	loc = loc.Join(fmt.Sprintf("savepoint-%s-%x", cp.JobID[:min(6, len(cp.JobID))], random))
 	if err := writeCheckpoint(ctx, loc, cp, threshold); err != nil {
 		return "", fmt.Errorf("savepoint: %w", err)
 	}

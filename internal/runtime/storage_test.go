@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,11 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-
 	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/internal/runtime"
+	"github.com/weirproject/weir/internal/tests3"
 	"github.com/weirproject/weir/stream"
 )
 
@@ -290,16 +287,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // checkpoint URI of a fresh bucket on it.
 func startS3(t *testing.T) string {
 	t.Helper()
-	backend := s3mem.New()
-	srv := httptest.NewServer(gofakes3.New(backend).Server())
-	t.Cleanup(func() {
-		runtime.CloseBuckets()
-		srv.Close()
-	})
-	if err := backend.CreateBucket("checkpoints"); err != nil {
-		t.Fatal(err)
-	}
-	return "s3://checkpoints/weir?endpoint=" + srv.URL + "&region=us-east-1&use_path_style=true&anonymous=true"
+	return tests3.Start(t, "checkpoints").URI("weir")
 }
 
 // TestCheckpointsOnS3 runs the exactly-once job with both backends
