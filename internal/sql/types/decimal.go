@@ -457,7 +457,7 @@ func (d Decimal) Append(buf []byte) []byte {
 		u := d.u
 		if u < 0 {
 			neg = true
-			digits = strconv.AppendUint(tmp[:0], uint64(-(u + 1))+1, 10)
+			digits = strconv.AppendUint(tmp[:0], uint64(-(u+1))+1, 10)
 		} else {
 			digits = strconv.AppendUint(tmp[:0], uint64(u), 10)
 		}
