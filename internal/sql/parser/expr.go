@@ -89,20 +89,17 @@ func (p *parser) parseCmpRest(left Expr) Expr {
 			if p.startsQuery(1) {
 				qerr = p.try(func() {
 					p.next()
-					in.Query = p.parseQuery()
+					q := p.parseQuery()
 					p.expectPunct(")")
+					in.Query = q
 				})
 			}
 			if in.Query == nil {
 				eerr := p.try(func() {
 					p.next()
-					for {
-						in.List = append(in.List, p.parseExpr())
-						if !p.acceptPunct(",") {
-							break
-						}
-					}
+					list := p.parseExprList()
 					p.expectPunct(")")
+					in.List = list
 				})
 				if eerr != nil {
 					p.rethrow(qerr, eerr)

@@ -74,6 +74,9 @@ func ParseStatement(src string) (s Statement, err error) {
 		p.expected("a statement")
 	}
 	s = p.parseStatement()
+	if !p.isPunct(";") && p.peek().kind != tEOF {
+		p.expected("';' or end of input")
+	}
 	for p.acceptPunct(";") {
 	}
 	if p.peek().kind != tEOF {
