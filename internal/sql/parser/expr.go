@@ -400,7 +400,7 @@ func (p *parser) parseNameOrCall() Expr {
 	var parts []string
 	if t.kind == tWord && reserved[t.val] {
 		p.next()
-		parts = []string{t.raw} // LEFT( / RIGHT(
+		parts = []string{p.raw(t)} // LEFT( / RIGHT(
 	} else {
 		parts = []string{p.ident()}
 	}
@@ -453,7 +453,7 @@ func (p *parser) parseArg() Expr {
 	if (t.kind == tWord || t.kind == tQIdent) && p.isPunctAt(1, "=>") {
 		p.next()
 		p.next()
-		name := t.raw
+		name := p.raw(t)
 		if t.kind == tQIdent {
 			name = t.val
 		}
@@ -638,7 +638,7 @@ func (p *parser) parseSpecialCall(t token) Expr {
 // back into a *FuncCall, given its first argument, parsed at the additive
 // level or tighter.
 func (p *parser) finishCall(name token, first Expr) Expr {
-	f := &FuncCall{node: node{name.pos}, Name: []string{name.raw}}
+	f := &FuncCall{node: node{name.pos}, Name: []string{p.raw(name)}}
 	first = p.parseOrRest(p.parseAndRest(p.parseCmpRest(p.parseLikeRest(first))))
 	f.Args = []Expr{first}
 	for p.acceptPunct(",") {
