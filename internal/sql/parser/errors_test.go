@@ -1,6 +1,9 @@
 package parser
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 var errorTests = []struct {
 	in        string
@@ -70,5 +73,30 @@ func TestErrorString(t *testing.T) {
 	want := "line 3, column 24: expected ')' but found end of input"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %s", err, want)
+	}
+}
+
+func TestDeepNesting(t *testing.T) {
+	deep := strings.Repeat("(", 100000) + "1" + strings.Repeat(")", 100000)
+	_, err := ParseExpr(deep)
+	if err == nil || !strings.Contains(err.Error(), "nesting is deeper than 500 levels") {
+		t.Errorf("deep parentheses: %v", err)
+	}
+	_, err = ParseExpr(strings.Repeat("NOT ", 100000) + "a")
+	if err == nil || !strings.Contains(err.Error(), "nesting is deeper than 500 levels") {
+		t.Errorf("deep NOT: %v", err)
+	}
+	_, err = ParseStatement(strings.Repeat("SELECT * FROM (", 10000) + "SELECT 1" + strings.Repeat(")", 10000))
+	if err == nil || !strings.Contains(err.Error(), "nesting is deeper than 500 levels") {
+		t.Errorf("deep subqueries: %v", err)
+	}
+	_, err = ParseType(strings.Repeat("ARRAY<", 10000) + "INT" + strings.Repeat(">", 10000))
+	if err == nil || !strings.Contains(err.Error(), "nesting is deeper than 500 levels") {
+		t.Errorf("deep types: %v", err)
+	}
+	// Moderate nesting is fine.
+	e, err := ParseExpr(strings.Repeat("(", 100) + "1" + strings.Repeat(")", 100))
+	if err != nil || sx(e) != "integer:1" {
+		t.Errorf("100 parentheses: %v %v", e, err)
 	}
 }

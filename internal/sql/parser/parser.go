@@ -883,7 +883,9 @@ func (p *parser) parseInsert() *Insert {
 // startsQuery reports whether the token n ahead, after any '(', starts a
 // query.
 func (p *parser) startsQuery(n int) bool {
-	for p.isPunctAt(n, "(") {
+	// Beyond maxDepth parentheses the nesting check fails anyway; stopping
+	// there keeps hostile input from making this scan quadratic.
+	for i := 0; p.isPunctAt(n, "(") && i < maxDepth; i++ {
 		n++
 	}
 	t := p.peekAt(n)
