@@ -89,20 +89,17 @@ func (p *parser) parseCmpRest(left Expr) Expr {
 			if p.startsQuery(1) {
 				qerr = p.try(func() {
 					p.next()
-					in.Query = p.parseQuery()
+					q := p.parseQuery()
 					p.expectPunct(")")
+					in.Query = q
 				})
 			}
 			if in.Query == nil {
 				eerr := p.try(func() {
 					p.next()
-					for {
-						in.List = append(in.List, p.parseExpr())
-						if !p.acceptPunct(",") {
-							break
-						}
-					}
+					list := p.parseExprList()
 					p.expectPunct(")")
+					in.List = list
 				})
 				if eerr != nil {
 					p.rethrow(qerr, eerr)
@@ -403,7 +400,7 @@ func (p *parser) parseNameOrCall() Expr {
 	var parts []string
 	if t.kind == tWord && reserved[t.val] {
 		p.next()
-		parts = []string{t.raw} // LEFT( / RIGHT(
+		parts = []string{p.raw(t)} // LEFT( / RIGHT(
 	} else {
 		parts = []string{p.ident()}
 	}
@@ -456,7 +453,7 @@ func (p *parser) parseArg() Expr {
 	if (t.kind == tWord || t.kind == tQIdent) && p.isPunctAt(1, "=>") {
 		p.next()
 		p.next()
-		name := t.raw
+		name := p.raw(t)
 		if t.kind == tQIdent {
 			name = t.val
 		}
@@ -641,7 +638,7 @@ func (p *parser) parseSpecialCall(t token) Expr {
 // back into a *FuncCall, given its first argument, parsed at the additive
 // level or tighter.
 func (p *parser) finishCall(name token, first Expr) Expr {
-	f := &FuncCall{node: node{name.pos}, Name: []string{name.raw}}
+	f := &FuncCall{node: node{name.pos}, Name: []string{p.raw(name)}}
 	first = p.parseOrRest(p.parseAndRest(p.parseCmpRest(p.parseLikeRest(first))))
 	f.Args = []Expr{first}
 	for p.acceptPunct(",") {

@@ -625,6 +625,10 @@ func (f *formatter) query(q QueryExpr) {
 			if i > 0 {
 				f.w(", ")
 			}
+			if len(row) == 0 {
+				f.w("ROW()")
+				continue
+			}
 			f.w("(")
 			f.exprs(row)
 			f.w(")")

@@ -55,6 +55,9 @@ var contextual = map[string]bool{
 	"TIMESTAMPADD": true, "TIMESTAMPDIFF": true, "TO": true, "TRAILING": true,
 	"TRIM": true, "TRY_CAST": true, "UNBOUNDED": true, "USE": true, "VIEW": true,
 	"VIEWS": true, "VIRTUAL": true, "WATERMARK": true, "ZONE": true,
+	// Reserved in Flink though not needed by this grammar: quoting them
+	// keeps printed SQL acceptable to Flink too.
+	"VALUE": true, "USER": true, "RANK": true,
 }
 
 // timeUnits maps the spellings of time units to their normal form.

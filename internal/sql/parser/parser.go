@@ -74,6 +74,9 @@ func ParseStatement(src string) (s Statement, err error) {
 		p.expected("a statement")
 	}
 	s = p.parseStatement()
+	if !p.isPunct(";") && p.peek().kind != tEOF {
+		p.expected("';' or end of input")
+	}
 	for p.acceptPunct(";") {
 	}
 	if p.peek().kind != tEOF {
@@ -195,17 +198,20 @@ func (p *parser) expectPunct(s string) token {
 	return p.next()
 }
 
+// raw is the token's exact source text.
+func (p *parser) raw(t token) string { return p.src[t.pos.Offset:t.end] }
+
 // describe names a token for an error message.
-func describe(t token) string {
+func (p *parser) describe(t token) string {
 	switch t.kind {
 	case tEOF:
 		return "end of input"
 	case tHintStart:
 		return "hint '/*+'"
 	case tString, tBinString:
-		return "string " + truncate(t.raw)
+		return "string " + truncate(p.raw(t))
 	}
-	return "'" + truncate(t.raw) + "'"
+	return "'" + truncate(p.raw(t)) + "'"
 }
 
 func truncate(s string) string {
@@ -226,7 +232,7 @@ func (p *parser) failAt(pos Pos, format string, args ...any) {
 // expected fails at the current token: "expected X but found Y".
 func (p *parser) expected(what string) {
 	t := p.peek()
-	p.failAt(t.pos, "expected %s but found %s", what, describe(t))
+	p.failAt(t.pos, "expected %s but found %s", what, p.describe(t))
 }
 
 func (p *parser) enter() {
@@ -253,7 +259,7 @@ func (p *parser) ident() string {
 		return t.val
 	case t.kind == tWord && !reserved[t.val]:
 		p.next()
-		return t.raw
+		return p.raw(t)
 	}
 	p.expected("an identifier")
 	return ""
@@ -877,7 +883,9 @@ func (p *parser) parseInsert() *Insert {
 // startsQuery reports whether the token n ahead, after any '(', starts a
 // query.
 func (p *parser) startsQuery(n int) bool {
-	for p.isPunctAt(n, "(") {
+	// Beyond maxDepth parentheses the nesting check fails anyway; stopping
+	// there keeps hostile input from making this scan quadratic.
+	for i := 0; p.isPunctAt(n, "(") && i < maxDepth; i++ {
 		n++
 	}
 	t := p.peekAt(n)
