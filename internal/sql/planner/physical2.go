@@ -1,0 +1,302 @@
+package planner
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/weirproject/weir/internal/sql/types"
+	"github.com/weirproject/weir/state"
+	"github.com/weirproject/weir/stream"
+)
+
+// scan reads a table, computes its computed columns, applies pushed-down
+// filters and, for a table with a watermark, assigns event time and
+// watermarks from its rowtime column.
+func (t *Translator) scan(p *Scan) (*Rows, error) {
+	src, err := t.Connectors.Source(t, p.Table)
+	if err != nil {
+		return nil, err
+	}
+	if p.Computed != nil || len(p.Filters) > 0 {
+		var exprs []Expr
+		if p.Computed != nil {
+			exprs = make([]Expr, len(p.fields))
+			for i, f := range p.fields {
+				if p.Computed[i] != nil {
+					exprs[i] = p.Computed[i]
+				} else {
+					exprs[i] = &InputRef{Index: i, T: f.Type, Name: f.Name}
+				}
+			}
+		}
+		src = t.calc(src, exprs, and(t.Funcs, p.Filters), p.fields)
+	}
+	if p.Rowtime < 0 {
+		return src, nil
+	}
+	rt := p.Rowtime
+	wm := compile(p.Watermark)
+	ctx := *t.Ctx
+	strategy := stream.ForGenerator(func() stream.WatermarkGenerator[types.Record] {
+		return &exprWatermarks{eval: func(r types.Record) (int64, bool) {
+			v, err := wm(&ctx, r.Row)
+			if err != nil {
+				return 0, false
+			}
+			return millis(v)
+		}, max: math.MinInt64}
+	}).WithTimestampAssigner(func(r types.Record, _ int64) int64 {
+		ms, ok := millis(r.Row[rt])
+		if !ok {
+			return math.MinInt64
+		}
+		return ms
+	})
+	return withCodec(src.AssignTimestampsAndWatermarks(strategy).Name("WatermarkAssigner"), p.fields), nil
+}
+
+// exprWatermarks emits the largest watermark the table's watermark
+// expression gave so far, periodically, as Flink does for WATERMARK FOR.
+type exprWatermarks struct {
+	eval func(types.Record) (int64, bool)
+	max  int64
+}
+
+func (g *exprWatermarks) OnEvent(r types.Record, _ int64, _ stream.WatermarkOutput) {
+	if ms, ok := g.eval(r); ok && ms > g.max {
+		g.max = ms
+	}
+}
+
+func (g *exprWatermarks) OnPeriodicEmit(out stream.WatermarkOutput) {
+	if g.max > math.MinInt64 {
+		out.EmitWatermark(g.max)
+	}
+}
+
+// joinFunc is a regular (unbounded) join: each side's rows are kept, per
+// join key, as a multiset in keyed state; a row joins the other side's
+// rows on arrival, and a retraction withdraws the rows it made. Outer
+// sides emit a NULL-padded row while they have no match, withdrawn once a
+// match arrives.
+type joinFunc struct {
+	p                   *Join
+	lTypes, rTypes      []types.DataType
+	residual            evaluator
+	left, right         state.MapState[string, int64]
+	leftOuter, rightOut bool
+	ctx                 *Translator
+}
+
+func (f *joinFunc) Open(ctx *stream.KeyedContext[string]) error {
+	f.left = state.Map[string, int64](ctx.State(), "left")
+	f.right = state.Map[string, int64](ctx.State(), "right")
+	return nil
+}
+
+func (f *joinFunc) ProcessElement1(r types.Record, ctx *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
+	return f.process(r, true, out)
+}
+
+func (f *joinFunc) ProcessElement2(r types.Record, ctx *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
+	return f.process(r, false, out)
+}
+
+func (f *joinFunc) concat(l, r types.Row) types.Row {
+	row := make(types.Row, len(f.lTypes)+len(f.rTypes))
+	copy(row, l)
+	copy(row[len(f.lTypes):], r)
+	return row
+}
+
+func (f *joinFunc) matches(l, r types.Row) (bool, error) {
+	if f.residual == nil {
+		return true, nil
+	}
+	v, err := f.residual(f.ctx.Ctx, f.concat(l, r))
+	return v == true, err
+}
+
+// process handles a row of one side. "this" is the side the row came
+// from, "other" the opposite.
+func (f *joinFunc) process(r types.Record, fromLeft bool, out stream.Collector[types.Record]) error {
+	thisState, otherState := f.left, f.right
+	thisTypes, otherTypes := f.lTypes, f.rTypes
+	thisOuter, otherOuter := f.leftOuter, f.rightOut
+	if !fromLeft {
+		thisState, otherState = f.right, f.left
+		thisTypes, otherTypes = f.rTypes, f.lTypes
+		thisOuter, otherOuter = f.rightOut, f.leftOuter
+	}
+	pair := func(mine, theirs types.Row) types.Row {
+		if fromLeft {
+			return f.concat(mine, theirs)
+		}
+		return f.concat(theirs, mine)
+	}
+	nulls := func(n int) types.Row { return make(types.Row, n) }
+	key := string(types.AppendRow(nil, thisTypes, r.Row))
+	add := r.Kind.IsAccumulate()
+
+	// The other side's matching rows, decoded once.
+	type match struct {
+		row   types.Row
+		count int64
+	}
+	var ms []match
+	var rangeErr error
+	otherState.Range(func(k string, n int64) bool {
+		row, _, err := types.DecodeRow(otherTypes, []byte(k))
+		if err != nil {
+			rangeErr = err
+			return false
+		}
+		ok, err := f.matches(pairRows(fromLeft, r.Row, row))
+		if err != nil {
+			rangeErr = err
+			return false
+		}
+		if ok {
+			ms = append(ms, match{row, n})
+		}
+		return true
+	})
+	if rangeErr != nil {
+		return fmt.Errorf("join: %w", rangeErr)
+	}
+	// How many of this side's rows match an other-side row, before this
+	// one changes: an outer other side needs it to know when its
+	// NULL-padded row appears or goes.
+	associations := func(other types.Row) (int64, error) {
+		var n int64
+		var err error
+		thisState.Range(func(k string, c int64) bool {
+			row, _, derr := types.DecodeRow(thisTypes, []byte(k))
+			if derr != nil {
+				err = derr
+				return false
+			}
+			ok, merr := f.matches(pairRows(fromLeft, row, other))
+			if merr != nil {
+				err = merr
+				return false
+			}
+			if ok {
+				n += c
+			}
+			return true
+		})
+		return n, err
+	}
+	if add {
+		for _, m := range ms {
+			if otherOuter {
+				n, err := associations(m.row)
+				if err != nil {
+					return err
+				}
+				if n == 0 {
+					for range m.count {
+						out.Collect(types.Record{Kind: types.Delete, Row: pair(nulls(len(thisTypes)), m.row)})
+					}
+				}
+			}
+			for range m.count {
+				out.Collect(types.Record{Kind: types.Insert, Row: pair(r.Row, m.row)})
+			}
+		}
+		if len(ms) == 0 && thisOuter {
+			out.Collect(types.Record{Kind: types.Insert, Row: pair(r.Row, nulls(len(otherTypes)))})
+		}
+		n, _ := thisState.Get(key)
+		thisState.Put(key, n+1)
+		return nil
+	}
+	n, ok := thisState.Get(key)
+	if !ok {
+		return nil // a retraction of a row never seen (state expired)
+	}
+	if n <= 1 {
+		thisState.Remove(key)
+	} else {
+		thisState.Put(key, n-1)
+	}
+	for _, m := range ms {
+		for range m.count {
+			out.Collect(types.Record{Kind: types.Delete, Row: pair(r.Row, m.row)})
+		}
+		if otherOuter {
+			left, err := associations(m.row)
+			if err != nil {
+				return err
+			}
+			if left == 0 {
+				for range m.count {
+					out.Collect(types.Record{Kind: types.Insert, Row: pair(nulls(len(thisTypes)), m.row)})
+				}
+			}
+		}
+	}
+	if len(ms) == 0 && thisOuter {
+		out.Collect(types.Record{Kind: types.Delete, Row: pair(r.Row, nulls(len(otherTypes)))})
+	}
+	return nil
+}
+
+// pairRows orders a row of the side "this" and one of the other side as
+// (left, right).
+func pairRows(fromLeft bool, mine, theirs types.Row) (types.Row, types.Row) {
+	if fromLeft {
+		return mine, theirs
+	}
+	return theirs, mine
+}
+
+func (t *Translator) join(p *Join) (*Rows, error) {
+	l, err := t.Translate(p.Left)
+	if err != nil {
+		return nil, err
+	}
+	r, err := t.Translate(p.Right)
+	if err != nil {
+		return nil, err
+	}
+	lf, rf := p.Left.Fields(), p.Right.Fields()
+	lt, rt := fieldTypes(lf), fieldTypes(rf)
+	lkt, rkt := make([]types.DataType, len(p.LeftKeys)), make([]types.DataType, len(p.RightKeys))
+	for i := range p.LeftKeys {
+		// Keys of different types are compared in their common type.
+		c, _ := types.LeastRestrictive(lt[p.LeftKeys[i]], rt[p.RightKeys[i]])
+		lkt[i], rkt[i] = c, c
+	}
+	lkeys, rkeys := p.LeftKeys, p.RightKeys
+	keyFn := func(keys []int, from, to []types.DataType) func(types.Record) string {
+		return func(rec types.Record) string {
+			var buf []byte
+			for i, k := range keys {
+				v := rec.Row[k]
+				if v != nil && !from[k].EqualIgnoringNull(to[i]) {
+					v, _ = types.Cast(v, from[k], to[i])
+				}
+				if v == nil {
+					// NULL keys never match: a unique key keeps the row
+					// (for outer joins) without pairing it.
+					return "\x00null" + string(types.AppendRow(nil, from, rec.Row))
+				}
+				buf = types.AppendKey(buf, to[i], v)
+			}
+			return string(buf)
+		}
+	}
+	f := &joinFunc{p: p, lTypes: lt, rTypes: rt, ctx: t,
+		leftOuter: p.Type == "LEFT" || p.Type == "FULL", rightOut: p.Type == "RIGHT" || p.Type == "FULL"}
+	if p.Residual != nil {
+		f.residual = compile(p.Residual)
+	}
+	ks := stream.ConnectKeyed(stream.KeyBy(l, keyFn(lkeys, lt, lkt)), stream.KeyBy(r, keyFn(rkeys, rt, rkt)))
+	s := stream.KeyedCoProcess[string, types.Record, types.Record, types.Record](ks, f).Name("Join").UID(t.nextUID("join"))
+	if len(lkeys) == 0 {
+		s = s.SetParallelism(1)
+	}
+	return withCodec(s, p.fields), nil
+}

@@ -1,0 +1,583 @@
+package planner
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/weirproject/weir/internal/sql/functions"
+	"github.com/weirproject/weir/internal/sql/parser"
+	"github.com/weirproject/weir/internal/sql/types"
+)
+
+// aggScope maps the grouped expressions and aggregate calls of a SELECT
+// (by their SQL text) to the columns of the aggregation's output.
+type aggScope struct {
+	keys map[string]int
+	aggs map[string]int
+	// input resolves column names for the error that says a column is
+	// not grouped.
+	input *scope
+}
+
+func (b *binder) selectBlock(sel *parser.Select, q *parser.Query) (Plan, error) {
+	var in Plan
+	if sel.From == nil {
+		in = &Values{Rows: [][]Expr{{}}}
+	} else {
+		var err error
+		if in, err = b.from(sel.From); err != nil {
+			return nil, err
+		}
+	}
+	inScope := &scope{fields: in.Fields()}
+	if sel.Where != nil {
+		cond, err := b.expr(sel.Where, inScope)
+		if err != nil {
+			return nil, err
+		}
+		if k := cond.Type().Kind; k != types.KindBoolean && k != types.KindNull {
+			return nil, errAt(sel.Where, "WHERE needs a BOOLEAN condition, not %s", cond.Type())
+		}
+		in = &Filter{Input: in, Cond: cond}
+	}
+	var aggCalls []*parser.FuncCall
+	collect := func(e parser.Expr) { aggCalls = append(aggCalls, b.aggregatesIn(e)...) }
+	for _, it := range sel.Items {
+		collect(it.Expr)
+	}
+	if sel.Having != nil {
+		collect(sel.Having)
+	}
+	if q != nil {
+		for _, o := range q.OrderBy {
+			collect(o.Expr)
+		}
+	}
+	sc := inScope
+	if len(sel.GroupBy) > 0 || len(aggCalls) > 0 {
+		var err error
+		if in, sc, err = b.aggregate(sel, in, inScope, aggCalls); err != nil {
+			return nil, err
+		}
+		if sel.Having != nil {
+			cond, err := b.expr(sel.Having, sc)
+			if err != nil {
+				return nil, err
+			}
+			in = &Filter{Input: in, Cond: cond}
+		}
+	} else if sel.Having != nil {
+		return nil, errAt(sel.Having, "HAVING without GROUP BY or aggregates")
+	}
+
+	// The select list.
+	var exprs []Expr
+	var fields []Field
+	for _, it := range sel.Items {
+		if star, ok := it.Expr.(*parser.Star); ok {
+			if sc.agg != nil {
+				return nil, errAt(star, "* in an aggregating SELECT")
+			}
+			n := 0
+			for i, f := range sc.fields {
+				if len(star.Qualifier) > 0 && f.Table != star.Qualifier[len(star.Qualifier)-1] {
+					continue
+				}
+				exprs = append(exprs, &InputRef{Index: i, T: f.Type, Name: f.Name})
+				fields = append(fields, Field{Name: f.Name, Type: f.Type, Table: f.Table})
+				n++
+			}
+			if n == 0 {
+				return nil, errAt(star, "no columns for %s.*", strings.Join(star.Qualifier, "."))
+			}
+			continue
+		}
+		e, err := b.expr(it.Expr, sc)
+		if err != nil {
+			return nil, err
+		}
+		exprs = append(exprs, fold(e, b.Ctx))
+		fields = append(fields, Field{Name: itemName(it, len(fields)), Type: e.Type()})
+	}
+	visible := len(exprs)
+
+	// ORDER BY: a select alias or position, or an expression over the
+	// input, carried as a hidden column until the sort is done.
+	var keys []SortKey
+	if q != nil {
+		for _, o := range q.OrderBy {
+			idx := -1
+			if id, ok := o.Expr.(*parser.Ident); ok && len(id.Parts) == 1 {
+				idx = slices.IndexFunc(fields[:visible], func(f Field) bool { return f.Name == id.Parts[0] })
+			}
+			if l, ok := o.Expr.(*parser.Literal); ok && l.Kind == parser.IntegerLit {
+				n, _ := strconv.Atoi(l.Text)
+				if n < 1 || n > visible {
+					return nil, errAt(l, "ORDER BY position %d is not in the select list (1 to %d)", n, visible)
+				}
+				idx = n - 1
+			}
+			if idx < 0 {
+				e, err := b.expr(o.Expr, sc)
+				if err != nil {
+					return nil, err
+				}
+				idx = len(exprs)
+				exprs = append(exprs, e)
+				fields = append(fields, Field{Name: "$order" + strconv.Itoa(idx), Type: e.Type()})
+			}
+			nullsFirst := !o.Desc // Flink: NULLs are smallest
+			switch o.Nulls {
+			case parser.NullsFirst:
+				nullsFirst = true
+			case parser.NullsLast:
+				nullsFirst = false
+			}
+			keys = append(keys, SortKey{Index: idx, Desc: o.Desc, NullsFirst: nullsFirst})
+		}
+	}
+	var out Plan = &Project{Input: in, Exprs: exprs, fields: fields}
+	if sel.Distinct {
+		if len(exprs) > visible {
+			return nil, errAt(sel, "ORDER BY expressions must appear in the select list of SELECT DISTINCT")
+		}
+		out = distinct(out)
+	}
+	if q == nil {
+		return out, nil
+	}
+	out, err := b.orderLimit(out, q, keys)
+	if err != nil {
+		return nil, err
+	}
+	if len(exprs) > visible {
+		fs := out.Fields()
+		keep := make([]Expr, visible)
+		for i := range keep {
+			keep[i] = &InputRef{Index: i, T: fs[i].Type, Name: fs[i].Name}
+		}
+		out = &Project{Input: out, Exprs: keep, fields: fs[:visible]}
+	}
+	return out, nil
+}
+
+func itemName(it *parser.SelectItem, i int) string {
+	if it.Alias != "" {
+		return it.Alias
+	}
+	if id, ok := it.Expr.(*parser.Ident); ok {
+		return id.Parts[len(id.Parts)-1]
+	}
+	return "EXPR$" + strconv.Itoa(i)
+}
+
+// orderLimit adds ORDER BY, LIMIT and OFFSET of a query whose body is not
+// a plain SELECT (ORDER BY then names output columns only).
+func (b *binder) orderLimit(p Plan, q *parser.Query, keys []SortKey) (Plan, error) {
+	if keys == nil && len(q.OrderBy) > 0 {
+		fs := p.Fields()
+		for _, o := range q.OrderBy {
+			idx := -1
+			switch e := o.Expr.(type) {
+			case *parser.Ident:
+				idx = slices.IndexFunc(fs, func(f Field) bool { return f.Name == e.Parts[len(e.Parts)-1] })
+			case *parser.Literal:
+				if n, err := strconv.Atoi(e.Text); err == nil {
+					idx = n - 1
+				}
+			}
+			if idx < 0 || idx >= len(fs) {
+				return nil, errAt(o, "ORDER BY of a set operation must name an output column")
+			}
+			nullsFirst := !o.Desc
+			if o.Nulls != "" {
+				nullsFirst = o.Nulls == parser.NullsFirst
+			}
+			keys = append(keys, SortKey{Index: idx, Desc: o.Desc, NullsFirst: nullsFirst})
+		}
+	}
+	limit, offset := int64(-1), int64(0)
+	num := func(e parser.Expr, what string) (int64, error) {
+		l, ok := e.(*parser.Literal)
+		if !ok || l.Kind != parser.IntegerLit {
+			return 0, errAt(e, "%s must be a non-negative integer literal", what)
+		}
+		n, err := strconv.ParseInt(l.Text, 10, 64)
+		if err != nil || n < 0 {
+			return 0, errAt(e, "%s must be a non-negative integer literal", what)
+		}
+		return n, nil
+	}
+	var err error
+	if q.Limit != nil {
+		if limit, err = num(q.Limit, "LIMIT"); err != nil {
+			return nil, err
+		}
+	}
+	if q.Offset != nil {
+		if offset, err = num(q.Offset, "OFFSET"); err != nil {
+			return nil, err
+		}
+	}
+	if len(keys) == 0 && limit < 0 && offset == 0 {
+		return p, nil
+	}
+	return &Sort{Input: p, Keys: keys, Offset: offset, Limit: limit}, nil
+}
+
+// aggregatesIn finds the aggregate calls in an expression (not inside
+// subqueries, and not OVER windows).
+func (b *binder) aggregatesIn(e parser.Expr) []*parser.FuncCall {
+	var out []*parser.FuncCall
+	var walk func(e parser.Expr)
+	walk = func(e parser.Expr) {
+		if e == nil {
+			return
+		}
+		if f, ok := e.(*parser.FuncCall); ok && f.Over == nil && len(f.Name) == 1 && b.Funcs.IsAggregate(f.Name[0]) {
+			out = append(out, f)
+			return
+		}
+		forChildren(e, walk)
+	}
+	walk(e)
+	return out
+}
+
+// forChildren calls fn on the direct subexpressions of e.
+func forChildren(e parser.Expr, fn func(parser.Expr)) {
+	switch e := e.(type) {
+	case *parser.Unary:
+		fn(e.Expr)
+	case *parser.Binary:
+		fn(e.Left)
+		fn(e.Right)
+	case *parser.Is:
+		fn(e.Expr)
+	case *parser.Between:
+		fn(e.Expr)
+		fn(e.Low)
+		fn(e.High)
+	case *parser.Like:
+		fn(e.Expr)
+		fn(e.Pattern)
+		if e.Escape != nil {
+			fn(e.Escape)
+		}
+	case *parser.In:
+		fn(e.Expr)
+		for _, x := range e.List {
+			fn(x)
+		}
+	case *parser.FuncCall:
+		for _, x := range e.Args {
+			fn(x)
+		}
+		if e.Filter != nil {
+			fn(e.Filter)
+		}
+	case *parser.Cast:
+		fn(e.Expr)
+	case *parser.Case:
+		if e.Operand != nil {
+			fn(e.Operand)
+		}
+		for _, w := range e.Whens {
+			fn(w.Cond)
+			fn(w.Result)
+		}
+		if e.Else != nil {
+			fn(e.Else)
+		}
+	case *parser.Extract:
+		fn(e.Expr)
+	case *parser.Position:
+		fn(e.Sub)
+		fn(e.Str)
+		if e.Start != nil {
+			fn(e.Start)
+		}
+	case *parser.Trim:
+		if e.Chars != nil {
+			fn(e.Chars)
+		}
+		fn(e.Expr)
+	case *parser.Substring:
+		fn(e.Expr)
+		fn(e.Start)
+		if e.Length != nil {
+			fn(e.Length)
+		}
+	case *parser.Overlay:
+		fn(e.Expr)
+		fn(e.Repl)
+		fn(e.Start)
+		if e.Length != nil {
+			fn(e.Length)
+		}
+	case *parser.FloorCeil:
+		fn(e.Expr)
+	case *parser.TimestampAdd:
+		fn(e.Count)
+		fn(e.Timestamp)
+	case *parser.TimestampDiff:
+		fn(e.Start)
+		fn(e.End)
+	case *parser.ArrayCtor:
+		for _, x := range e.Elems {
+			fn(x)
+		}
+	case *parser.MapCtor:
+		for i := range e.Keys {
+			fn(e.Keys[i])
+			fn(e.Values[i])
+		}
+	case *parser.RowExpr:
+		for _, x := range e.Items {
+			fn(x)
+		}
+	case *parser.Index:
+		fn(e.Expr)
+		fn(e.Index)
+	case *parser.FieldAccess:
+		fn(e.Expr)
+	}
+}
+
+// groupElements flattens GROUP BY into its distinct key expressions and
+// the grouping sets over them (nil when there is one plain set).
+func groupElements(gb []parser.Expr) ([]parser.Expr, [][]int, error) {
+	var keys []parser.Expr
+	index := func(e parser.Expr) int {
+		t := parser.Format(e)
+		for i, k := range keys {
+			if parser.Format(k) == t {
+				return i
+			}
+		}
+		keys = append(keys, e)
+		return len(keys) - 1
+	}
+	items := func(e parser.Expr) []int {
+		if r, ok := e.(*parser.RowExpr); ok {
+			out := []int{}
+			for _, x := range r.Items {
+				out = append(out, index(x))
+			}
+			return out
+		}
+		return []int{index(e)}
+	}
+	// Each GROUP BY element contributes a list of sets; the query's sets
+	// are their cross product, as SQL defines.
+	var expand func(e parser.Expr) ([][]int, error)
+	expand = func(e parser.Expr) ([][]int, error) {
+		switch e := e.(type) {
+		case *parser.GroupingSets:
+			var out [][]int
+			for _, s := range e.Sets {
+				sub, err := expand(s)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, sub...)
+			}
+			return out, nil
+		case *parser.Rollup:
+			var parts [][]int
+			for _, it := range e.Items {
+				parts = append(parts, items(it))
+			}
+			var out [][]int
+			for n := len(parts); n >= 0; n-- {
+				var s []int
+				for _, p := range parts[:n] {
+					s = append(s, p...)
+				}
+				out = append(out, s)
+			}
+			return out, nil
+		case *parser.Cube:
+			var parts [][]int
+			for _, it := range e.Items {
+				parts = append(parts, items(it))
+			}
+			if len(parts) > 12 {
+				return nil, errAt(e, "CUBE of %d elements makes too many grouping sets", len(parts))
+			}
+			var out [][]int
+			for mask := (1 << len(parts)) - 1; mask >= 0; mask-- {
+				s := []int{}
+				for i, p := range parts {
+					if mask&(1<<i) != 0 {
+						s = append(s, p...)
+					}
+				}
+				out = append(out, s)
+			}
+			return out, nil
+		}
+		return [][]int{items(e)}, nil
+	}
+	sets := [][]int{{}}
+	plain := true
+	for _, e := range gb {
+		switch e.(type) {
+		case *parser.GroupingSets, *parser.Rollup, *parser.Cube:
+			plain = false
+		}
+		sub, err := expand(e)
+		if err != nil {
+			return nil, nil, err
+		}
+		var next [][]int
+		for _, a := range sets {
+			for _, s := range sub {
+				next = append(next, append(slices.Clone(a), s...))
+			}
+		}
+		sets = next
+	}
+	if plain {
+		return keys, nil, nil
+	}
+	for i, s := range sets {
+		slices.Sort(s)
+		sets[i] = slices.Compact(s)
+	}
+	return keys, sets, nil
+}
+
+// aggregate plans GROUP BY and the aggregate calls: a projection of the
+// keys and the aggregates' arguments, then the Aggregate. It returns the
+// scope in which the select list, HAVING and ORDER BY resolve.
+func (b *binder) aggregate(sel *parser.Select, in Plan, inScope *scope, calls []*parser.FuncCall) (Plan, *scope, error) {
+	keyExprs, sets, err := groupElements(sel.GroupBy)
+	if err != nil {
+		return nil, nil, err
+	}
+	var pre []Expr
+	var preFields []Field
+	add := func(e Expr, name string) int {
+		for i, x := range pre {
+			if x.String() == e.String() {
+				return i
+			}
+		}
+		pre = append(pre, e)
+		preFields = append(preFields, Field{Name: name, Type: e.Type()})
+		return len(pre) - 1
+	}
+	as := &aggScope{keys: map[string]int{}, aggs: map[string]int{}, input: inScope}
+	var outFields []Field
+	var keys []int
+	for i, ke := range keyExprs {
+		e, err := b.expr(ke, inScope)
+		if err != nil {
+			return nil, nil, err
+		}
+		name := "EXPR$" + strconv.Itoa(i)
+		table := ""
+		if id, ok := ke.(*parser.Ident); ok {
+			name = id.Parts[len(id.Parts)-1]
+			if r, ok := e.(*InputRef); ok {
+				table = inScope.fields[r.Index].Table
+			}
+		}
+		keys = append(keys, add(e, name))
+		t := e.Type()
+		if sets != nil {
+			t = t.Nullable()
+		}
+		t.TimeAttr = types.TimeAttrNone
+		outFields = append(outFields, Field{Name: name, Type: t, Table: table})
+		as.keys[parser.Format(ke)] = i
+	}
+	var aggs []AggCall
+	for _, c := range calls {
+		text := parser.Format(c)
+		if _, ok := as.aggs[text]; ok {
+			continue
+		}
+		name := strings.ToUpper(c.Name[0])
+		var args []int
+		var argTypes []types.DataType
+		for _, a := range c.Args {
+			if _, ok := a.(*parser.Star); ok {
+				if name != "COUNT" {
+					return nil, nil, errAt(a, "%s(*) is not allowed; only COUNT(*)", name)
+				}
+				continue
+			}
+			if len(b.aggregatesIn(a)) > 0 {
+				return nil, nil, errAt(a, "aggregate calls cannot be nested")
+			}
+			e, err := b.expr(a, inScope)
+			if err != nil {
+				return nil, nil, err
+			}
+			args = append(args, add(e, "$arg"))
+			argTypes = append(argTypes, e.Type())
+		}
+		agg, err := b.Funcs.LookupAggregate(name, argTypes, c.Distinct)
+		if err != nil {
+			return nil, nil, errAt(c, "%v", err)
+		}
+		filter := -1
+		if c.Filter != nil {
+			e, err := b.expr(c.Filter, inScope)
+			if err != nil {
+				return nil, nil, err
+			}
+			filter = add(e, "$filter")
+		}
+		as.aggs[text] = len(keyExprs) + len(aggs)
+		aggName := "EXPR$" + strconv.Itoa(len(keyExprs)+len(aggs))
+		aggs = append(aggs, AggCall{Agg: agg, Args: args, Filter: filter, Name: aggName})
+		outFields = append(outFields, Field{Name: aggName, Type: agg.Result})
+	}
+	proj := &Project{Input: in, Exprs: pre, fields: preFields}
+	a := &Aggregate{Input: proj, Keys: keys, Aggs: aggs, Sets: sets, fields: outFields}
+	// GROUP BY window_start, window_end over a window TVF is a window
+	// aggregation.
+	ws := slices.IndexFunc(outFields, func(f Field) bool { return f.Name == "window_start" })
+	we := slices.IndexFunc(outFields, func(f Field) bool { return f.Name == "window_end" })
+	if ws >= 0 && we >= 0 && sets == nil && fromWindowTVF(in) {
+		a.Window = &WindowRef{Start: ws, End: we}
+	}
+	return a, &scope{fields: outFields, agg: as}, nil
+}
+
+// fromWindowTVF reports whether a plan's rows come from a window TVF,
+// through filters and projections.
+func fromWindowTVF(p Plan) bool {
+	switch p := p.(type) {
+	case *WindowTVF:
+		return true
+	case *Filter:
+		return fromWindowTVF(p.Input)
+	case *Project:
+		return fromWindowTVF(p.Input)
+	}
+	return false
+}
+
+// resolveAggregated resolves an expression in an aggregating SELECT: a
+// grouped expression or an aggregate call becomes a column of the
+// aggregation's output.
+func (s *scope) resolveAggregated(e parser.Expr) (Expr, bool) {
+	if s.agg == nil {
+		return nil, false
+	}
+	text := parser.Format(e)
+	if i, ok := s.agg.keys[text]; ok {
+		return &InputRef{Index: i, T: s.fields[i].Type, Name: s.fields[i].Name}, true
+	}
+	if i, ok := s.agg.aggs[text]; ok {
+		return &InputRef{Index: i, T: s.fields[i].Type, Name: s.fields[i].Name}, true
+	}
+	return nil, false
+}
+
+var _ = functions.Context{}
