@@ -345,8 +345,13 @@ func registerJSON(r *Registry) {
 	}))
 	r.add("JSON_QUERY", "JSON_QUERY(<STRING>, <STRING>)", strFn("ss", tString, func(_ *Context, a []any) (any, error) {
 		res, ok := jsonPathQuery(a[0].(string), a[1].(string))
-		if !ok || len(res) != 1 {
+		if !ok || len(res) == 0 {
 			return nil, nil
+		}
+		if len(res) > 1 { // a wildcard path's matches come back as an array
+			var b bytes.Buffer
+			writeJSON(&b, res)
+			return b.String(), nil
 		}
 		switch res[0].(type) {
 		case *jsonObject, []any:

@@ -2,6 +2,7 @@ package functions
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -438,7 +439,7 @@ func registerTemporal(r *Registry) {
 		}
 		ts, ok := parseJava(strings.TrimSpace(a[0].(string)), pattern)
 		if !ok {
-			return int64(-1), nil // Flink (like Hive) gives -1 when parsing fails
+			return int64(math.MinInt64), nil // Flink's documented result for an unparsable string
 		}
 		return floorDiv(ts.ToLTZ(ctx.Location()).Millis, 1000), nil
 	}
