@@ -301,6 +301,7 @@ func BenchmarkEvalPlusBigInt(b *testing.B) {
 	args := make([]any, 2)
 	var x, y any = int64(1000), int64(2000)
 	b.ReportAllocs()
+	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		args[0], args[1] = x, y
 		if _, err := s.Eval(nil, args); err != nil {
@@ -315,6 +316,7 @@ func BenchmarkEvalPlusDecimal(b *testing.B) {
 	args := make([]any, 2)
 	var x, y any = types.MakeDecimal(12345, 2), types.MakeDecimal(67890, 2)
 	b.ReportAllocs()
+	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		args[0], args[1] = x, y
 		if _, err := s.Eval(nil, args); err != nil {
@@ -327,6 +329,7 @@ func BenchmarkEvalEqualsString(b *testing.B) {
 	s, _ := Lookup("=", []types.DataType{types.String(), types.String()})
 	args := make([]any, 2)
 	b.ReportAllocs()
+	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		args[0], args[1] = "auction-1", "auction-2"
 		if _, err := s.Eval(nil, args); err != nil {

@@ -652,6 +652,7 @@ var benchRow = Row{int64(42), "some auction name", MakeDecimal(123456, 2), MakeT
 func BenchmarkAppendRow5(b *testing.B) {
 	buf := make([]byte, 0, 128)
 	b.ReportAllocs()
+	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		buf = AppendRow(buf[:0], benchFields, benchRow)
 	}
@@ -660,6 +661,7 @@ func BenchmarkAppendRow5(b *testing.B) {
 func BenchmarkDecodeRow5(b *testing.B) {
 	enc := AppendRow(nil, benchFields, benchRow)
 	b.ReportAllocs()
+	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, _, err := DecodeRow(benchFields, enc); err != nil {
 			b.Fatal(err)
