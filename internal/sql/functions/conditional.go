@@ -354,6 +354,98 @@ func registerCollections(r *Registry) {
 			return false, nil
 		}}, nil
 	})
+	arrayOnly := func(name, sig string, res func(t types.DataType) types.DataType, f func(et types.DataType, xs []any) any) {
+		r.add(name, sig, func(args []types.DataType) (*Scalar, error) {
+			if len(args) != 1 || args[0].Kind != types.KindArray {
+				return nil, nil
+			}
+			et := args[0].ElemType()
+			return bind(args, args, res(args[0]), true, func(_ *Context, a []any) (any, error) {
+				return f(et, a[0].([]any)), nil
+			}), nil
+		})
+	}
+	same := func(t types.DataType) types.DataType { return t }
+	arrayOnly("ARRAY_DISTINCT", "ARRAY_DISTINCT(<ARRAY>)", same, func(et types.DataType, xs []any) any {
+		out := []any{}
+	next:
+		for _, x := range xs {
+			for _, o := range out {
+				if (o == nil) == (x == nil) && types.Compare(o, x, et) == 0 {
+					continue next
+				}
+			}
+			out = append(out, x)
+		}
+		return out
+	})
+	arrayOnly("ARRAY_REVERSE", "ARRAY_REVERSE(<ARRAY>)", same, func(_ types.DataType, xs []any) any {
+		out := make([]any, len(xs))
+		for i, x := range xs {
+			out[len(xs)-1-i] = x
+		}
+		return out
+	})
+	// ARRAY_POSITION and ARRAY_REMOVE compare with the needle cast to the
+	// element type; NULL elements match a NULL needle, as Flink's.
+	needle := func(name, sig string, res func(t types.DataType) types.DataType, f func(et types.DataType, xs []any, v any) any, nullNeedleIsNull bool) {
+		r.add(name, sig, func(args []types.DataType) (*Scalar, error) {
+			if len(args) != 2 || args[0].Kind != types.KindArray || !types.ImplicitCastable(args[1], args[0].ElemType()) {
+				return nil, nil
+			}
+			et := args[0].ElemType()
+			out := res(args[0]).WithNullable(args[0].IsNullable() || nullNeedleIsNull && args[1].IsNullable())
+			return bind(args, []types.DataType{args[0], et}, out, false, func(_ *Context, a []any) (any, error) {
+				if a[0] == nil || nullNeedleIsNull && a[1] == nil {
+					return nil, nil
+				}
+				return f(et, a[0].([]any), a[1]), nil
+			}), nil
+		})
+	}
+	needle("ARRAY_POSITION", "ARRAY_POSITION(<ARRAY>, <ELEMENT>)", func(types.DataType) types.DataType { return tInt }, func(et types.DataType, xs []any, v any) any {
+		for i, x := range xs {
+			if x != nil && types.Compare(x, v, et) == 0 {
+				return int32(i + 1)
+			}
+		}
+		return int32(0)
+	}, true)
+	needle("ARRAY_REMOVE", "ARRAY_REMOVE(<ARRAY>, <ELEMENT>)", same, func(et types.DataType, xs []any, v any) any {
+		out := []any{}
+		for _, x := range xs {
+			if (x == nil) == (v == nil) && (x == nil || types.Compare(x, v, et) == 0) {
+				continue
+			}
+			out = append(out, x)
+		}
+		return out
+	}, false)
+	r.add("MAP_FROM_ARRAYS", "MAP_FROM_ARRAYS(<ARRAY>, <ARRAY>)", func(args []types.DataType) (*Scalar, error) {
+		if len(args) != 2 || args[0].Kind != types.KindArray || args[1].Kind != types.KindArray {
+			return nil, nil
+		}
+		kt := args[0].ElemType()
+		return bind(args, args, types.MapType(kt, args[1].ElemType()), true, func(_ *Context, a []any) (any, error) {
+			ks, vs := a[0].([]any), a[1].([]any)
+			if len(ks) != len(vs) {
+				return nil, fmt.Errorf("MAP_FROM_ARRAYS: %d keys but %d values", len(ks), len(vs))
+			}
+			m := &types.Map{}
+		next:
+			for i, k := range ks {
+				for j, old := range m.Keys {
+					if (old == nil) == (k == nil) && types.Compare(old, k, kt) == 0 {
+						m.Values[j] = vs[i]
+						continue next
+					}
+				}
+				m.Keys = append(m.Keys, k)
+				m.Values = append(m.Values, vs[i])
+			}
+			return m, nil
+		}), nil
+	})
 	// Value constructors: ARRAY[a, b], MAP[k1, v1, ...], ROW(a, b).
 	r.add("ARRAY", "ARRAY(<ANY>...)", func(args []types.DataType) (*Scalar, error) {
 		if len(args) == 0 {
