@@ -675,3 +675,65 @@ func BenchmarkHashString(b *testing.B) {
 		Hash(v, String())
 	}
 }
+
+func TestParseDataType(t *testing.T) {
+	// Every type String prints parses back to an Equal type.
+	all := append([]DataType{}, testTypes...)
+	all = append(all, Int().NotNullType(), TimestampType(3).WithTimeAttr(TimeAttrRowtime), Interval(ResHourToSecond, 2, 3),
+		Interval(ResYear, 4, 6), RowType(F("a b`c", Int())), RowType(), Null())
+	for _, typ := range all {
+		got, err := ParseDataType(typ.String())
+		if err != nil || !got.Equal(typ) || got.String() != typ.String() {
+			t.Errorf("ParseDataType(%q) = %s, %v", typ.String(), got, err)
+		}
+	}
+	// Flink's synonyms and defaults ("Data Types" page).
+	cases := map[string]string{
+		"integer not null":                  "INT NOT NULL",
+		"DEC":                               "DECIMAL(10, 0)",
+		"NUMERIC(5)":                        "DECIMAL(5, 0)",
+		"VARCHAR":                           "VARCHAR(1)",
+		"CHAR":                              "CHAR(1)",
+		"TIMESTAMP":                         "TIMESTAMP(6)",
+		"TIME":                              "TIME(0)",
+		"TIMESTAMP(3) WITH LOCAL TIME ZONE": "TIMESTAMP_LTZ(3)",
+		"TIMESTAMP(3) WITHOUT TIME ZONE":    "TIMESTAMP(3)",
+		"INT ARRAY":                         "ARRAY<INT>",
+		"ROW(a INT, b STRING)":              "ROW<`a` INT, `b` STRING>",
+		"ROW<a INT 'the a'>":                "ROW<`a` INT>",
+		"INTERVAL DAY TO SECOND(3)":         "INTERVAL DAY(2) TO SECOND(3)",
+		"INTERVAL YEAR TO MONTH":            "INTERVAL YEAR(2) TO MONTH",
+		"MAP<STRING, ARRAY<INT NOT NULL>> NOT NULL": "MAP<STRING, ARRAY<INT NOT NULL>> NOT NULL",
+		"DOUBLE PRECISION":                          "DOUBLE",
+		"BYTES":                                     "BYTES",
+	}
+	for in, want := range cases {
+		got, err := ParseDataType(in)
+		if err != nil || got.String() != want {
+			t.Errorf("ParseDataType(%q) = %s, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "INTT", "DECIMAL(40, 2)", "ARRAY<INT", "MAP<INT>", "ROW<a>", "INTERVAL MONTH TO DAY",
+		"VARCHAR(0)", "INT NOT", "TIMESTAMP(3) WITH TIME ZONE", "ROW<`a INT>"} {
+		if _, err := ParseDataType(bad); err == nil {
+			t.Errorf("ParseDataType(%q) accepted", bad)
+		}
+	}
+}
+
+func FuzzParseDataType(f *testing.F) {
+	for _, typ := range testTypes {
+		f.Add(typ.String())
+	}
+	f.Add("ROW(a INT ARRAY NOT NULL, `b``c` TIMESTAMP(3) *ROWTIME*)")
+	f.Fuzz(func(t *testing.T, s string) {
+		typ, err := ParseDataType(s)
+		if err != nil {
+			return
+		}
+		again, err := ParseDataType(typ.String())
+		if err != nil || !again.Equal(typ) {
+			t.Fatalf("%q parses as %s, which reparses as %s (%v)", s, typ, again, err)
+		}
+	})
+}
