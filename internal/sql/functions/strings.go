@@ -159,8 +159,12 @@ func javaReplacement(r string) string {
 	return b.String()
 }
 
+// maxPadLength bounds LPAD/RPAD results so that a bad length cannot make
+// one row allocate gigabytes.
+const maxPadLength = 1 << 26
+
 func pad(s string, n int64, p string, left bool) any {
-	if n < 0 || p == "" {
+	if n < 0 || p == "" || n > maxPadLength {
 		return nil
 	}
 	cnt := int64(utf8.RuneCountInString(s))
