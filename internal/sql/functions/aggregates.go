@@ -152,7 +152,7 @@ func (r *Registry) RegisterAggregate(name string, f AggregateFunc) error {
 func registerAggregates(r *Registry) {
 	r.addAgg("COUNT", "COUNT(*) | COUNT(<ANY>...)", func(args []types.DataType) (*Aggregate, error) {
 		star := len(args) == 0
-		return &Aggregate{Result: tBigInt.NotNullType(), New: func(bool) Accumulator { return &countAcc{star: star} }}, nil
+		return &Aggregate{Result: tBigInt.NotNull(), New: func(bool) Accumulator { return &countAcc{star: star} }}, nil
 	})
 	numeric1 := func(args []types.DataType) bool { return len(args) == 1 && isNumeric(args[0]) }
 	for _, n := range []string{"SUM", "SUM0"} {
@@ -224,7 +224,7 @@ func registerAggregates(r *Registry) {
 			return nil, nil
 		}
 		t := args[0]
-		return &Aggregate{Result: types.Multiset(t).NotNullType(), New: func(bool) Accumulator {
+		return &Aggregate{Result: types.Multiset(t).NotNull(), New: func(bool) Accumulator {
 			return &collectAcc{t: t, counts: map[string]*mmEntry{}}
 		}}, nil
 	})

@@ -357,18 +357,18 @@ func TestAggregateTypes(t *testing.T) {
 		want string
 	}{
 		{"COUNT", types.Int(), "BIGINT NOT NULL"},
-		{"SUM", types.Int().NotNullType(), "INT"},
+		{"SUM", types.Int().NotNull(), "INT"},
 		{"SUM", types.DecimalType(10, 2), "DECIMAL(38, 2)"},
 		{"SUM0", types.BigInt(), "BIGINT NOT NULL"},
 		{"AVG", types.Int(), "INT"},
 		{"AVG", types.DecimalType(10, 2), "DECIMAL(38, 6)"},
 		{"AVG", types.Double(), "DOUBLE"},
-		{"MIN", types.VarChar(5).NotNullType(), "VARCHAR(5)"},
+		{"MIN", types.VarChar(5).NotNull(), "VARCHAR(5)"},
 		{"MAX", types.TimestampType(3), "TIMESTAMP(3)"},
 		{"LISTAGG", types.String(), "STRING"},
 		{"STDDEV_POP", types.Int(), "INT"},
 		{"VARIANCE", types.DecimalType(10, 2), "DECIMAL(38, 6)"},
-		{"FIRST_VALUE", types.BigInt().NotNullType(), "BIGINT"},
+		{"FIRST_VALUE", types.BigInt().NotNull(), "BIGINT"},
 	}
 	for _, c := range cases {
 		a, err := LookupAggregate(c.name, []types.DataType{c.arg}, false)
@@ -407,7 +407,7 @@ func TestAggregateTypes(t *testing.T) {
 	}
 	// User-defined aggregate through the same interface.
 	reg := NewRegistry()
-	if err := reg.RegisterAggregate("my_count", AggregateFunc{Args: []types.DataType{types.Int()}, Result: types.BigInt().NotNullType(),
+	if err := reg.RegisterAggregate("my_count", AggregateFunc{Args: []types.DataType{types.Int()}, Result: types.BigInt().NotNull(),
 		New: func(bool) Accumulator { return &countAcc{} }}); err != nil {
 		t.Fatal(err)
 	}

@@ -123,7 +123,7 @@ func registerConditional(r *Registry) {
 			if len(args) != 1 || !isString(args[0]) {
 				return nil, nil
 			}
-			return bind(args, []types.DataType{tString}, tBool.NotNullType(), false, func(_ *Context, a []any) (any, error) {
+			return bind(args, []types.DataType{tString}, tBool.NotNull(), false, func(_ *Context, a []any) (any, error) {
 				if a[0] == nil {
 					return false, nil
 				}
@@ -229,7 +229,7 @@ func registerCollections(r *Registry) {
 		if len(args) != 1 || !args[0].Kind.IsConstructed() || args[0].Kind == types.KindRow {
 			return nil, nil
 		}
-		return bind(args, args, tInt.NotNullType(), true, func(_ *Context, a []any) (any, error) {
+		return bind(args, args, tInt.NotNull(), true, func(_ *Context, a []any) (any, error) {
 			switch x := a[0].(type) {
 			case []any:
 				return int32(len(x)), nil
@@ -300,7 +300,7 @@ func registerCollections(r *Registry) {
 		if len(args) != 1 || args[0].Kind != types.KindMap {
 			return nil, nil
 		}
-		return bind(args, args, types.Array(args[0].KeyType()).NotNullType(), true, func(_ *Context, a []any) (any, error) {
+		return bind(args, args, types.Array(args[0].KeyType()).NotNull(), true, func(_ *Context, a []any) (any, error) {
 			return append([]any{}, a[0].(*types.Map).Keys...), nil
 		}), nil
 	})
@@ -308,7 +308,7 @@ func registerCollections(r *Registry) {
 		if len(args) != 1 || args[0].Kind != types.KindMap {
 			return nil, nil
 		}
-		return bind(args, args, types.Array(args[0].ValueType()).NotNullType(), true, func(_ *Context, a []any) (any, error) {
+		return bind(args, args, types.Array(args[0].ValueType()).NotNull(), true, func(_ *Context, a []any) (any, error) {
 			return append([]any{}, a[0].(*types.Map).Values...), nil
 		}), nil
 	})
@@ -451,7 +451,7 @@ func registerCollections(r *Registry) {
 		if len(args) == 0 {
 			return nil, nil
 		}
-		return common(args, func(c types.DataType) types.DataType { return types.Array(c).NotNullType() }, false,
+		return common(args, func(c types.DataType) types.DataType { return types.Array(c).NotNull() }, false,
 			func(types.DataType) EvalFunc {
 				return func(_ *Context, a []any) (any, error) { return append([]any{}, a...), nil }
 			}), nil
@@ -478,7 +478,7 @@ func registerCollections(r *Registry) {
 				params[i] = vt
 			}
 		}
-		return bind(args, params, types.MapType(kt, vt).NotNullType(), false, func(_ *Context, a []any) (any, error) {
+		return bind(args, params, types.MapType(kt, vt).NotNull(), false, func(_ *Context, a []any) (any, error) {
 			m := &types.Map{}
 		next:
 			for i := 0; i < len(a); i += 2 {
@@ -499,7 +499,7 @@ func registerCollections(r *Registry) {
 		for i, a := range args {
 			fs[i] = types.F(fmt.Sprintf("EXPR$%d", i), a)
 		}
-		return &Scalar{Result: types.RowType(fs...).NotNullType(), Deterministic: true, Eval: func(_ *Context, a []any) (any, error) {
+		return &Scalar{Result: types.RowType(fs...).NotNull(), Deterministic: true, Eval: func(_ *Context, a []any) (any, error) {
 			return types.Row(append([]any{}, a...)), nil
 		}}, nil
 	})

@@ -10,7 +10,7 @@ import (
 
 func Example() {
 	// Resolve once at planning time: a + b with a INT NOT NULL, b DECIMAL(10, 2).
-	plus, err := functions.Lookup("+", []types.DataType{types.Int().NotNullType(), types.DecimalType(10, 2)})
+	plus, err := functions.Lookup("+", []types.DataType{types.Int().NotNull(), types.DecimalType(10, 2)})
 	if err != nil {
 		panic(err)
 	}

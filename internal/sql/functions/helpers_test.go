@@ -13,11 +13,11 @@ type lit struct {
 	v any
 }
 
-func I(v int32) lit   { return lit{types.Int().NotNullType(), v} }
-func BI(v int64) lit  { return lit{types.BigInt().NotNullType(), v} }
-func D(v float64) lit { return lit{types.Double().NotNullType(), v} }
-func S(v string) lit  { return lit{types.String().NotNullType(), v} }
-func B(v bool) lit    { return lit{types.Boolean().NotNullType(), v} }
+func I(v int32) lit   { return lit{types.Int().NotNull(), v} }
+func BI(v int64) lit  { return lit{types.BigInt().NotNull(), v} }
+func D(v float64) lit { return lit{types.Double().NotNull(), v} }
+func S(v string) lit  { return lit{types.String().NotNull(), v} }
+func B(v bool) lit    { return lit{types.Boolean().NotNull(), v} }
 func N(t types.DataType) lit {
 	return lit{t.Nullable(), nil}
 }
@@ -26,30 +26,30 @@ func Dec(s string, p, sc int) lit {
 	if err != nil {
 		panic(err)
 	}
-	return lit{types.DecimalType(p, sc).NotNullType(), d}
+	return lit{types.DecimalType(p, sc).NotNull(), d}
 }
 func Ts(s string) lit {
 	v, err := types.ParseTimestamp(s, 9)
 	if err != nil {
 		panic(err)
 	}
-	return lit{types.TimestampType(3).NotNullType(), v}
+	return lit{types.TimestampType(3).NotNull(), v}
 }
 func Dt(s string) lit {
 	v, err := types.ParseDate(s)
 	if err != nil {
 		panic(err)
 	}
-	return lit{types.DateType().NotNullType(), v}
+	return lit{types.DateType().NotNull(), v}
 }
 func Tm(s string) lit {
 	v, err := types.ParseTime(s, 0)
 	if err != nil {
 		panic(err)
 	}
-	return lit{types.TimeType(0).NotNullType(), v}
+	return lit{types.TimeType(0).NotNull(), v}
 }
-func Arr(t types.DataType, vs ...any) lit { return lit{types.Array(t).NotNullType(), vs} }
+func Arr(t types.DataType, vs ...any) lit { return lit{types.Array(t).NotNull(), vs} }
 
 var testCtx = &Context{Loc: time.UTC, Now: time.Date(2020, 4, 15, 8, 5, 0, 0, time.UTC)}
 

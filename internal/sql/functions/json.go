@@ -295,7 +295,7 @@ func registerJSON(r *Registry) {
 		if len(args) < 1 || len(args) > 2 || !isString(args[0]) || len(args) == 2 && !isString(args[1]) {
 			return nil, nil
 		}
-		return &Scalar{Result: tBool.NotNullType(), Deterministic: true, Eval: func(_ *Context, a []any) (any, error) {
+		return &Scalar{Result: tBool.NotNull(), Deterministic: true, Eval: func(_ *Context, a []any) (any, error) {
 			if a[0] == nil {
 				return false, nil
 			}
@@ -324,7 +324,7 @@ func registerJSON(r *Registry) {
 			return true, nil
 		}}, nil
 	})
-	r.add("JSON_EXISTS", "JSON_EXISTS(<STRING>, <STRING>)", strFn("ss", tBool.NotNullType(), func(_ *Context, a []any) (any, error) {
+	r.add("JSON_EXISTS", "JSON_EXISTS(<STRING>, <STRING>)", strFn("ss", tBool.NotNull(), func(_ *Context, a []any) (any, error) {
 		res, ok := jsonPathQuery(a[0].(string), a[1].(string))
 		return ok && len(res) > 0, nil
 	}))

@@ -31,7 +31,7 @@ func double1(f func(float64) float64) Resolver {
 		if len(args) != 1 || !isNumeric(args[0]) {
 			return nil, nil
 		}
-		return bind(args, args, tDouble.NotNullType(), true, func(_ *Context, a []any) (any, error) {
+		return bind(args, args, tDouble.NotNull(), true, func(_ *Context, a []any) (any, error) {
 			return f(toF64(a[0])), nil
 		}), nil
 	}
@@ -42,7 +42,7 @@ func double2(f func(x, y float64) float64) Resolver {
 		if len(args) != 2 || !isNumeric(args[0]) || !isNumeric(args[1]) {
 			return nil, nil
 		}
-		return bind(args, args, tDouble.NotNullType(), true, func(_ *Context, a []any) (any, error) {
+		return bind(args, args, tDouble.NotNull(), true, func(_ *Context, a []any) (any, error) {
 			return f(toF64(a[0]), toF64(a[1])), nil
 		}), nil
 	}
@@ -265,8 +265,8 @@ func registerMath(r *Registry) {
 	r.add("TANH", "TANH(<NUMERIC>)", double1(math.Tanh))
 	r.add("DEGREES", "DEGREES(<NUMERIC>)", double1(func(x float64) float64 { return x * 180 / math.Pi }))
 	r.add("RADIANS", "RADIANS(<NUMERIC>)", double1(func(x float64) float64 { return x / 180 * math.Pi }))
-	r.add("PI", "PI()", constant(tDouble.NotNullType(), math.Pi))
-	r.add("E", "E()", constant(tDouble.NotNullType(), math.E))
+	r.add("PI", "PI()", constant(tDouble.NotNull(), math.Pi))
+	r.add("E", "E()", constant(tDouble.NotNull(), math.E))
 	r.add("RAND", "RAND([<INTEGER>])", randResolver(false))
 	r.add("RAND_INTEGER", "RAND_INTEGER([<INTEGER>,] <INTEGER>)", randResolver(true))
 	r.add("BIN", "BIN(<INTEGER>)", func(args []types.DataType) (*Scalar, error) {
@@ -292,7 +292,7 @@ func registerMath(r *Registry) {
 		if len(args) != 0 {
 			return nil, nil
 		}
-		return &Scalar{Result: tString.NotNullType(), Eval: func(ctx *Context, _ []any) (any, error) {
+		return &Scalar{Result: tString.NotNull(), Eval: func(ctx *Context, _ []any) (any, error) {
 			var b [16]byte
 			if ctx != nil && ctx.Rand != nil {
 				for i := range b {

@@ -46,7 +46,7 @@ func registerOperators(r *Registry) {
 
 	r.add("AND", "AND(<BOOLEAN>, <BOOLEAN>...)", logicResolver(true))
 	r.add("OR", "OR(<BOOLEAN>, <BOOLEAN>...)", logicResolver(false))
-	r.add("NOT", "NOT(<BOOLEAN>)", fixed([]types.DataType{tBool}, tBool.NotNullType(), true, func(_ *Context, a []any) (any, error) {
+	r.add("NOT", "NOT(<BOOLEAN>)", fixed([]types.DataType{tBool}, tBool.NotNull(), true, func(_ *Context, a []any) (any, error) {
 		return !a[0].(bool), nil
 	}))
 
@@ -70,7 +70,7 @@ func registerOperators(r *Registry) {
 			if len(args) != 1 || boolOnly && args[0].Kind != types.KindBoolean && args[0].Kind != types.KindNull {
 				return nil, nil
 			}
-			return &Scalar{Result: tBool.NotNullType(), Deterministic: true, Eval: func(_ *Context, a []any) (any, error) {
+			return &Scalar{Result: tBool.NotNull(), Deterministic: true, Eval: func(_ *Context, a []any) (any, error) {
 				return f(a[0]), nil
 			}}, nil
 		})
@@ -421,7 +421,7 @@ func distinctResolver(distinct bool) Resolver {
 		if len(args) != 2 {
 			return nil, nil
 		}
-		return common(args, func(types.DataType) types.DataType { return tBool.NotNullType() }, false,
+		return common(args, func(types.DataType) types.DataType { return tBool.NotNull() }, false,
 			func(c types.DataType) EvalFunc {
 				return func(_ *Context, a []any) (any, error) {
 					if a[0] == nil || a[1] == nil {
@@ -634,7 +634,7 @@ func likeResolver(not bool) Resolver {
 			toks   []likeTok
 		}
 		var cache atomic.Pointer[compiled]
-		return bind(args, params, tBool.NotNullType(), true, func(_ *Context, a []any) (any, error) {
+		return bind(args, params, tBool.NotNull(), true, func(_ *Context, a []any) (any, error) {
 			esc, hasEsc, err := escapeArg(a)
 			if err != nil {
 				return nil, err
@@ -706,7 +706,7 @@ func similarResolver(not bool) Resolver {
 			return nil, nil
 		}
 		params := []types.DataType{tString, tString, tString}[:len(args)]
-		return bind(args, params, tBool.NotNullType(), true, func(_ *Context, a []any) (any, error) {
+		return bind(args, params, tBool.NotNull(), true, func(_ *Context, a []any) (any, error) {
 			esc, hasEsc, err := escapeArg(a)
 			if err != nil {
 				return nil, err

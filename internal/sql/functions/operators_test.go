@@ -259,7 +259,7 @@ func TestUserFunctions(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := reg.Lookup("PLUS_ONE", []types.DataType{types.Int().NotNullType()})
+	s, err := reg.Lookup("PLUS_ONE", []types.DataType{types.Int().NotNull()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +297,7 @@ func TestUserFunctions(t *testing.T) {
 }
 
 func BenchmarkEvalPlusBigInt(b *testing.B) {
-	s, _ := Lookup("+", []types.DataType{types.BigInt().NotNullType(), types.BigInt().NotNullType()})
+	s, _ := Lookup("+", []types.DataType{types.BigInt().NotNull(), types.BigInt().NotNull()})
 	args := make([]any, 2)
 	var x, y any = int64(1000), int64(2000)
 	b.ReportAllocs()
@@ -311,7 +311,7 @@ func BenchmarkEvalPlusBigInt(b *testing.B) {
 }
 
 func BenchmarkEvalPlusDecimal(b *testing.B) {
-	t := types.DecimalType(10, 2).NotNullType()
+	t := types.DecimalType(10, 2).NotNull()
 	s, _ := Lookup("+", []types.DataType{t, t})
 	args := make([]any, 2)
 	var x, y any = types.MakeDecimal(12345, 2), types.MakeDecimal(67890, 2)

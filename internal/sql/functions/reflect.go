@@ -65,7 +65,7 @@ func (r *Registry) RegisterFunc(name string, fn any) error {
 		if !ok {
 			return fmt.Errorf("functions: RegisterFunc(%s): parameter %d has unsupported type %s", name, i, ft.In(i))
 		}
-		params = append(params, dt.NotNullType())
+		params = append(params, dt.NotNull())
 	}
 	var res types.DataType
 	hasErr := false
@@ -78,7 +78,7 @@ func (r *Registry) RegisterFunc(name string, fn any) error {
 		if !ok {
 			return fmt.Errorf("functions: RegisterFunc(%s): unsupported result type %s", name, ft.Out(0))
 		}
-		res = dt.NotNullType()
+		res = dt.NotNull()
 	default:
 		return fmt.Errorf("functions: RegisterFunc(%s): want one result, optionally followed by an error", name)
 	}

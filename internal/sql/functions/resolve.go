@@ -196,5 +196,5 @@ var (
 	tDouble = types.Double()
 	tString = types.String()
 	tBytes  = types.Bytes()
-	sNN     = types.String().NotNullType()
+	sNN     = types.String().NotNull()
 )

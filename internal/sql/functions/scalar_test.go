@@ -230,7 +230,7 @@ func TestMathConditionalJSONCollections(t *testing.T) {
 	if _, err := c.Eval(testCtx, []any{"non-number"}); err == nil {
 		t.Error("CAST('non-number' AS INT) did not fail")
 	}
-	tc, _ := CastScalar(types.String().NotNullType(), types.Int(), true)
+	tc, _ := CastScalar(types.String().NotNull(), types.Int(), true)
 	if v, err := tc.Eval(testCtx, []any{"non-number"}); v != nil || err != nil || !tc.Result.IsNullable() {
 		t.Errorf("TRY_CAST = %v, %v : %s", v, err, tc.Result)
 	}

@@ -283,7 +283,7 @@ func reverse(s string) string {
 }
 
 func registerStrings(r *Registry) {
-	intNN := tInt.NotNullType()
+	intNN := tInt.NotNull()
 	r.add("CHAR_LENGTH|CHARACTER_LENGTH", "$(<STRING>)", strFn("s", intNN, func(_ *Context, a []any) (any, error) {
 		return int32(utf8.RuneCountInString(a[0].(string))), nil
 	}))
@@ -472,7 +472,7 @@ func registerStrings(r *Registry) {
 	r.add("DECODE", "DECODE(<BINARY>, <STRING>)", strFn("bs", sNN, func(_ *Context, a []any) (any, error) {
 		return decodeCharset(a[0].([]byte), a[1].(string))
 	}))
-	r.add("ENCODE", "ENCODE(<STRING>, <STRING>)", strFn("ss", tBytes.NotNullType(), func(_ *Context, a []any) (any, error) {
+	r.add("ENCODE", "ENCODE(<STRING>, <STRING>)", strFn("ss", tBytes.NotNull(), func(_ *Context, a []any) (any, error) {
 		return encodeCharset(a[0].(string), a[1].(string))
 	}))
 	r.add("LEFT", "LEFT(<STRING>, <INTEGER>)", strFn("si", sNN, func(_ *Context, a []any) (any, error) {
@@ -542,8 +542,8 @@ func registerStrings(r *Registry) {
 		}
 		return m, nil
 	}
-	r.add("STR_TO_MAP", "STR_TO_MAP(<STRING> [, <STRING>, <STRING>])", strFn("s", strMap.NotNullType(), str2map))
-	r.add("STR_TO_MAP", "", strFn("sss", strMap.NotNullType(), str2map))
+	r.add("STR_TO_MAP", "STR_TO_MAP(<STRING> [, <STRING>, <STRING>])", strFn("s", strMap.NotNull(), str2map))
+	r.add("STR_TO_MAP", "", strFn("sss", strMap.NotNull(), str2map))
 	parse := func(_ *Context, a []any) (any, error) {
 		u, err := url.Parse(a[0].(string))
 		if err != nil {

@@ -230,7 +230,7 @@ func registerTemporal(r *Registry) {
 			if len(args) != 0 {
 				return nil, nil
 			}
-			return &Scalar{Result: res.NotNullType(), Eval: func(ctx *Context, _ []any) (any, error) { return f(ctx), nil }}, nil
+			return &Scalar{Result: res.NotNull(), Eval: func(ctx *Context, _ []any) (any, error) { return f(ctx), nil }}, nil
 		}
 	}
 	r.add("CURRENT_TIMESTAMP|NOW|CURRENT_ROW_TIMESTAMP", "$()", nowRes(ltz3, func(ctx *Context) any {
@@ -251,7 +251,7 @@ func registerTemporal(r *Registry) {
 		if len(args) != 2 || !isString(args[0]) || !(isTemporal(args[1]) || args[1].Kind.IsInterval()) {
 			return nil, nil
 		}
-		return bind(args, args, tBigInt.NotNullType(), true, func(ctx *Context, a []any) (any, error) {
+		return bind(args, args, tBigInt.NotNull(), true, func(ctx *Context, a []any) (any, error) {
 			return extractUnit(ctx, normUnit(a[0].(string)), a[1])
 		}), nil
 	})
@@ -265,7 +265,7 @@ func registerTemporal(r *Registry) {
 			if len(args) != 1 || !isTemporal(args[0]) {
 				return nil, nil
 			}
-			return bind(args, args, tBigInt.NotNullType(), true, func(ctx *Context, a []any) (any, error) {
+			return bind(args, args, tBigInt.NotNull(), true, func(ctx *Context, a []any) (any, error) {
 				return extractUnit(ctx, unit, a[0])
 			}), nil
 		})
@@ -323,7 +323,7 @@ func registerTemporal(r *Registry) {
 		if len(args) != 3 || !isString(args[0]) || !isTemporal(args[1]) || !isTemporal(args[2]) {
 			return nil, nil
 		}
-		return bind(args, args, tInt.NotNullType(), true, func(ctx *Context, a []any) (any, error) {
+		return bind(args, args, tInt.NotNull(), true, func(ctx *Context, a []any) (any, error) {
 			unit := normUnit(a[0].(string))
 			var x, y types.Timestamp
 			l1, ok1 := a[1].(types.TimestampLTZ)
@@ -428,7 +428,7 @@ func registerTemporal(r *Registry) {
 		if len(args) != 0 {
 			return nil, nil
 		}
-		return &Scalar{Result: tBigInt.NotNullType(), Eval: func(ctx *Context, _ []any) (any, error) {
+		return &Scalar{Result: tBigInt.NotNull(), Eval: func(ctx *Context, _ []any) (any, error) {
 			return ctx.now().Unix(), nil
 		}}, nil
 	})
@@ -443,8 +443,8 @@ func registerTemporal(r *Registry) {
 		}
 		return floorDiv(ts.ToLTZ(ctx.Location()).Millis, 1000), nil
 	}
-	r.add("UNIX_TIMESTAMP", "UNIX_TIMESTAMP(<STRING> [, <STRING>])", strFn("s", tBigInt.NotNullType(), unixTs))
-	r.add("UNIX_TIMESTAMP", "", strFn("ss", tBigInt.NotNullType(), unixTs))
+	r.add("UNIX_TIMESTAMP", "UNIX_TIMESTAMP(<STRING> [, <STRING>])", strFn("s", tBigInt.NotNull(), unixTs))
+	r.add("UNIX_TIMESTAMP", "", strFn("ss", tBigInt.NotNull(), unixTs))
 	fromUnix := func(ctx *Context, a []any) (any, error) {
 		pattern := "yyyy-MM-dd HH:mm:ss"
 		if len(a) > 1 {

@@ -350,11 +350,11 @@ func (p *typeParser) parse(depth int) (DataType, error) {
 			t.TimeAttr = TimeAttrProctime
 			continue
 		case p.acceptWords("NOT", "NULL"):
-			t.NotNull = true
+			t.notNull = true
 			continue
 		case p.peekWord() == "NULL":
 			p.word()
-			t.NotNull = false
+			t.notNull = false
 			continue
 		case p.peekWord() == "ARRAY":
 			p.word()
