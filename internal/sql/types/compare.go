@@ -100,7 +100,7 @@ func Equal(a, b any, t DataType) bool { return Compare(a, b, t) == 0 }
 
 func mapTypes(t DataType) (DataType, DataType) {
 	if t.Kind == KindMultiset {
-		return t.ElemType(), Int().NotNullType()
+		return t.ElemType(), Int().NotNull()
 	}
 	return t.KeyType(), t.ValueType()
 }

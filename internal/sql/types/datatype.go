@@ -138,7 +138,7 @@ type Field struct {
 // copies, and the element pointers are never written through.
 type DataType struct {
 	Kind    Kind
-	NotNull bool
+	notNull bool
 	// Length of CHAR, VARCHAR, BINARY and VARBINARY.
 	Length int
 	// Precision of DECIMAL, TIME, TIMESTAMP and TIMESTAMP_LTZ; the
@@ -225,16 +225,16 @@ func RowType(fields ...Field) DataType {
 func F(name string, t DataType) Field { return Field{Name: name, Type: t} }
 
 // Nullable returns a copy that admits NULL.
-func (t DataType) Nullable() DataType { t.NotNull = false; return t }
+func (t DataType) Nullable() DataType { t.notNull = false; return t }
 
-// NotNullType returns a copy that does not admit NULL. (NotNull is the field.)
-func (t DataType) NotNullType() DataType { t.NotNull = true; return t }
+// NotNull returns a copy that does not admit NULL.
+func (t DataType) NotNull() DataType { t.notNull = true; return t }
 
 // WithNullable returns a copy with the given nullability.
-func (t DataType) WithNullable(nullable bool) DataType { t.NotNull = !nullable; return t }
+func (t DataType) WithNullable(nullable bool) DataType { t.notNull = !nullable; return t }
 
 // IsNullable reports whether the type admits NULL.
-func (t DataType) IsNullable() bool { return !t.NotNull }
+func (t DataType) IsNullable() bool { return !t.notNull }
 
 // WithTimeAttr returns a copy marked as a time attribute.
 func (t DataType) WithTimeAttr(a TimeAttr) DataType { t.TimeAttr = a; return t }
@@ -270,7 +270,7 @@ func (t DataType) Equal(o DataType) bool { return t.equal(o, true) }
 func (t DataType) EqualIgnoringNull(o DataType) bool { return t.equal(o, false) }
 
 func (t DataType) equal(o DataType, nullability bool) bool {
-	if t.Kind != o.Kind || (nullability && t.NotNull != o.NotNull) {
+	if t.Kind != o.Kind || (nullability && t.notNull != o.notNull) {
 		return false
 	}
 	switch t.Kind {
@@ -381,7 +381,7 @@ func (t DataType) write(b *strings.Builder) {
 	default:
 		b.WriteString(t.Kind.String())
 	}
-	if t.NotNull && t.Kind != KindNull {
+	if t.notNull && t.Kind != KindNull {
 		b.WriteString(" NOT NULL")
 	}
 }

@@ -25,7 +25,7 @@ func AsDecimal(t DataType) DataType {
 		return t
 	}
 	p, s := integralDecimal(t.Kind)
-	return DataType{Kind: KindDecimal, Precision: p, Scale: s, NotNull: t.NotNull}
+	return DataType{Kind: KindDecimal, Precision: p, Scale: s, notNull: t.notNull}
 }
 
 // ImplicitCastable reports whether a value of type from widens to type to

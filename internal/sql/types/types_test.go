@@ -18,7 +18,7 @@ func TestDataTypeString(t *testing.T) {
 		t    DataType
 		want string
 	}{
-		{Int().NotNullType(), "INT NOT NULL"},
+		{Int().NotNull(), "INT NOT NULL"},
 		{Int(), "INT"},
 		{String(), "STRING"},
 		{VarChar(10), "VARCHAR(10)"},
@@ -29,11 +29,11 @@ func TestDataTypeString(t *testing.T) {
 		{TimestampType(3), "TIMESTAMP(3)"},
 		{TimestampLTZType(3), "TIMESTAMP_LTZ(3)"},
 		{TimestampType(3).WithTimeAttr(TimeAttrRowtime), "TIMESTAMP(3) *ROWTIME*"},
-		{TimestampLTZType(3).WithTimeAttr(TimeAttrProctime).NotNullType(), "TIMESTAMP_LTZ(3) *PROCTIME* NOT NULL"},
+		{TimestampLTZType(3).WithTimeAttr(TimeAttrProctime).NotNull(), "TIMESTAMP_LTZ(3) *PROCTIME* NOT NULL"},
 		{TimeType(0), "TIME(0)"},
 		{DateType(), "DATE"},
 		{RowType(F("a", Int()), F("b", String())), "ROW<`a` INT, `b` STRING>"},
-		{Array(Int().NotNullType()).NotNullType(), "ARRAY<INT NOT NULL> NOT NULL"},
+		{Array(Int().NotNull()).NotNull(), "ARRAY<INT NOT NULL> NOT NULL"},
 		{MapType(String(), BigInt()), "MAP<STRING, BIGINT>"},
 		{Multiset(Int()), "MULTISET<INT>"},
 		{IntervalDayTime(), "INTERVAL DAY(2) TO SECOND(3)"},
@@ -54,7 +54,7 @@ func TestDataTypeEqualAndValidate(t *testing.T) {
 	if !Array(Int()).Equal(Array(Int())) || Array(Int()).Equal(Array(BigInt())) {
 		t.Error("ARRAY equality")
 	}
-	if Int().Equal(Int().NotNullType()) || !Int().EqualIgnoringNull(Int().NotNullType()) {
+	if Int().Equal(Int().NotNull()) || !Int().EqualIgnoringNull(Int().NotNull()) {
 		t.Error("nullability in equality")
 	}
 	if !TimestampType(3).Equal(TimestampType(3).WithTimeAttr(TimeAttrRowtime)) {
@@ -89,7 +89,7 @@ func TestArithmeticType(t *testing.T) {
 		{OpAdd, Int(), BigInt(), "BIGINT"},
 		{OpMul, TinyInt(), SmallInt(), "SMALLINT"},
 		{OpMod, BigInt(), Int(), "INT"},
-		{OpAdd, Int().NotNullType(), Int().NotNullType(), "INT NOT NULL"},
+		{OpAdd, Int().NotNull(), Int().NotNull(), "INT NOT NULL"},
 		{OpAdd, d(10, 2), d(5, 3), "DECIMAL(12, 3)"},
 		{OpSub, d(10, 2), d(5, 3), "DECIMAL(12, 3)"},
 		{OpMul, d(10, 2), d(5, 3), "DECIMAL(16, 5)"},
@@ -126,7 +126,7 @@ func TestArithmeticType(t *testing.T) {
 	if got := AvgType(d(20, 8)); got.String() != "DECIMAL(38, 8)" {
 		t.Errorf("AVG(DECIMAL(20, 8)) = %s", got)
 	}
-	if got := AvgType(Int().NotNullType()); got.String() != "INT" {
+	if got := AvgType(Int().NotNull()); got.String() != "INT" {
 		t.Errorf("AVG(INT) = %s", got)
 	}
 }
@@ -137,8 +137,8 @@ func TestLeastRestrictive(t *testing.T) {
 		want string
 	}{
 		{[]DataType{Int(), BigInt()}, "BIGINT"},
-		{[]DataType{Int().NotNullType(), Null()}, "INT"},
-		{[]DataType{Int().NotNullType(), SmallInt().NotNullType()}, "INT NOT NULL"},
+		{[]DataType{Int().NotNull(), Null()}, "INT"},
+		{[]DataType{Int().NotNull(), SmallInt().NotNull()}, "INT NOT NULL"},
 		{[]DataType{Char(2), Char(5)}, "CHAR(5)"},
 		{[]DataType{Char(3), VarChar(2)}, "VARCHAR(3)"},
 		{[]DataType{DecimalType(10, 2), Int()}, "DECIMAL(12, 2)"},
@@ -652,6 +652,7 @@ var benchRow = Row{int64(42), "some auction name", MakeDecimal(123456, 2), MakeT
 func BenchmarkAppendRow5(b *testing.B) {
 	buf := make([]byte, 0, 128)
 	b.ReportAllocs()
+	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		buf = AppendRow(buf[:0], benchFields, benchRow)
 	}
@@ -660,6 +661,7 @@ func BenchmarkAppendRow5(b *testing.B) {
 func BenchmarkDecodeRow5(b *testing.B) {
 	enc := AppendRow(nil, benchFields, benchRow)
 	b.ReportAllocs()
+	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, _, err := DecodeRow(benchFields, enc); err != nil {
 			b.Fatal(err)
@@ -672,4 +674,66 @@ func BenchmarkHashString(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		Hash(v, String())
 	}
+}
+
+func TestParseDataType(t *testing.T) {
+	// Every type String prints parses back to an Equal type.
+	all := append([]DataType{}, testTypes...)
+	all = append(all, Int().NotNull(), TimestampType(3).WithTimeAttr(TimeAttrRowtime), Interval(ResHourToSecond, 2, 3),
+		Interval(ResYear, 4, 6), RowType(F("a b`c", Int())), RowType(), Null())
+	for _, typ := range all {
+		got, err := ParseDataType(typ.String())
+		if err != nil || !got.Equal(typ) || got.String() != typ.String() {
+			t.Errorf("ParseDataType(%q) = %s, %v", typ.String(), got, err)
+		}
+	}
+	// Flink's synonyms and defaults ("Data Types" page).
+	cases := map[string]string{
+		"integer not null":                  "INT NOT NULL",
+		"DEC":                               "DECIMAL(10, 0)",
+		"NUMERIC(5)":                        "DECIMAL(5, 0)",
+		"VARCHAR":                           "VARCHAR(1)",
+		"CHAR":                              "CHAR(1)",
+		"TIMESTAMP":                         "TIMESTAMP(6)",
+		"TIME":                              "TIME(0)",
+		"TIMESTAMP(3) WITH LOCAL TIME ZONE": "TIMESTAMP_LTZ(3)",
+		"TIMESTAMP(3) WITHOUT TIME ZONE":    "TIMESTAMP(3)",
+		"INT ARRAY":                         "ARRAY<INT>",
+		"ROW(a INT, b STRING)":              "ROW<`a` INT, `b` STRING>",
+		"ROW<a INT 'the a'>":                "ROW<`a` INT>",
+		"INTERVAL DAY TO SECOND(3)":         "INTERVAL DAY(2) TO SECOND(3)",
+		"INTERVAL YEAR TO MONTH":            "INTERVAL YEAR(2) TO MONTH",
+		"MAP<STRING, ARRAY<INT NOT NULL>> NOT NULL": "MAP<STRING, ARRAY<INT NOT NULL>> NOT NULL",
+		"DOUBLE PRECISION":                          "DOUBLE",
+		"BYTES":                                     "BYTES",
+	}
+	for in, want := range cases {
+		got, err := ParseDataType(in)
+		if err != nil || got.String() != want {
+			t.Errorf("ParseDataType(%q) = %s, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "INTT", "DECIMAL(40, 2)", "ARRAY<INT", "MAP<INT>", "ROW<a>", "INTERVAL MONTH TO DAY",
+		"VARCHAR(0)", "INT NOT", "TIMESTAMP(3) WITH TIME ZONE", "ROW<`a INT>"} {
+		if _, err := ParseDataType(bad); err == nil {
+			t.Errorf("ParseDataType(%q) accepted", bad)
+		}
+	}
+}
+
+func FuzzParseDataType(f *testing.F) {
+	for _, typ := range testTypes {
+		f.Add(typ.String())
+	}
+	f.Add("ROW(a INT ARRAY NOT NULL, `b``c` TIMESTAMP(3) *ROWTIME*)")
+	f.Fuzz(func(t *testing.T, s string) {
+		typ, err := ParseDataType(s)
+		if err != nil {
+			return
+		}
+		again, err := ParseDataType(typ.String())
+		if err != nil || !again.Equal(typ) {
+			t.Fatalf("%q parses as %s, which reparses as %s (%v)", s, typ, again, err)
+		}
+	})
 }
