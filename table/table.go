@@ -132,7 +132,7 @@ type Result struct {
 func okResult() *Result { return &Result{Kind: ResultOK} }
 
 func stringRows(name string, vals []string) *Result {
-	r := &Result{Kind: ResultRows, Columns: []Column{{Name: name, Type: types.String().NotNullType()}}}
+	r := &Result{Kind: ResultRows, Columns: []Column{{Name: name, Type: types.String().NotNull()}}}
 	for _, v := range vals {
 		r.Rows = append(r.Rows, types.Record{Kind: types.Insert, Row: types.Row{v}})
 	}
@@ -272,7 +272,7 @@ func (e *Environment) createTable(s *parser.CreateTable) (*Result, error) {
 			if i < 0 {
 				return nil, fmt.Errorf("line %d, column %d: primary key column %s is not a column of the table", pk.Pos().Line, pk.Pos().Column, c)
 			}
-			t.Columns[i].Type = t.Columns[i].Type.NotNullType()
+			t.Columns[i].Type = t.Columns[i].Type.NotNull()
 		}
 		t.PrimaryKey = pk.Columns
 	}

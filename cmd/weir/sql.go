@@ -123,6 +123,7 @@ func runStatement(ctx context.Context, out io.Writer, tenv *table.Environment, s
 		}
 		if res.Updating || !tenv.Batch() {
 			table.PrintStream(out, res)
+			fmt.Fprintln(out)
 			return res.Job.Wait()
 		}
 		for r := range res.Stream {
@@ -132,6 +133,7 @@ func runStatement(ctx context.Context, out io.Writer, tenv *table.Environment, s
 			return err
 		}
 		table.PrintRows(out, res)
+		fmt.Fprintln(out)
 		return nil
 	}
 	res, err := tenv.Execute(ctx, st)

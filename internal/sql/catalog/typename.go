@@ -18,7 +18,7 @@ func DataTypeOf(tn *parser.TypeName) (types.DataType, error) {
 		return types.DataType{}, fmt.Errorf("line %d, column %d: %w", tn.Pos().Line, tn.Pos().Column, err)
 	}
 	if tn.NotNull {
-		t = t.NotNullType()
+		t = t.NotNull()
 	}
 	if err := t.Validate(); err != nil {
 		return types.DataType{}, fmt.Errorf("line %d, column %d: %w", tn.Pos().Line, tn.Pos().Column, err)
@@ -141,15 +141,6 @@ var intervalRes = map[string]types.IntervalRes{
 	"SECOND|": types.ResSecond,
 }
 
-// ParseDataType parses a type written as SQL, such as DECIMAL(10, 2).
-func ParseDataType(s string) (types.DataType, error) {
-	tn, err := parser.ParseType(s)
-	if err != nil {
-		return types.DataType{}, err
-	}
-	return DataTypeOf(tn)
-}
-
 // MarshalJSON stores a column's type as SQL text.
 func (c Column) MarshalJSON() ([]byte, error) {
 	type plain Column
@@ -169,7 +160,7 @@ func (c *Column) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	t, err := ParseDataType(v.Type)
+	t, err := types.ParseDataType(v.Type)
 	if err != nil {
 		return fmt.Errorf("column %s: %w", v.Name, err)
 	}

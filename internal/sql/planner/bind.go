@@ -584,9 +584,9 @@ func (b *binder) windowTVF(w *parser.WindowTVF) (Plan, error) {
 	case w.Kind == parser.Cumulate && (t.Step <= 0 || t.Size%t.Step != 0):
 		return nil, errAt(w, "CUMULATE: the max size (%d ms) must be a positive multiple of the step (%d ms)", t.Size, t.Step)
 	}
-	ts := types.TimestampType(3).NotNullType()
+	ts := types.TimestampType(3).NotNull()
 	if fs[tc].Type.Kind == types.KindTimestampLTZ {
-		ts = types.TimestampLTZType(3).NotNullType()
+		ts = types.TimestampLTZType(3).NotNull()
 	}
 	out := make([]Field, len(fs), len(fs)+3)
 	for i, f := range fs {
@@ -624,9 +624,9 @@ func literal(l *parser.Literal) (*Literal, error) {
 		}
 		switch {
 		case n.IsInt64() && n.Int64() >= -1<<31 && n.Int64() < 1<<31:
-			return &Literal{Value: int32(n.Int64()), T: types.Int().NotNullType()}, nil
+			return &Literal{Value: int32(n.Int64()), T: types.Int().NotNull()}, nil
 		case n.IsInt64():
-			return &Literal{Value: n.Int64(), T: types.BigInt().NotNullType()}, nil
+			return &Literal{Value: n.Int64(), T: types.BigInt().NotNull()}, nil
 		}
 		fallthrough
 	case parser.DecimalLit:
@@ -643,16 +643,16 @@ func literal(l *parser.Literal) (*Literal, error) {
 		if prec > 38 {
 			return nil, errAt(l, "numeric literal %s has more than 38 digits", l.Text)
 		}
-		return &Literal{Value: d, T: types.DecimalType(prec, scale).NotNullType()}, nil
+		return &Literal{Value: d, T: types.DecimalType(prec, scale).NotNull()}, nil
 	case parser.ApproxLit:
 		f, err := strconv.ParseFloat(l.Text, 64)
 		if err != nil {
 			return nil, errAt(l, "bad number %s", l.Text)
 		}
-		return &Literal{Value: f, T: types.Double().NotNullType()}, nil
+		return &Literal{Value: f, T: types.Double().NotNull()}, nil
 	case parser.StringLit:
 		n := max(len([]rune(l.Text)), 1)
-		return &Literal{Value: l.Text, T: types.Char(n).NotNullType()}, nil
+		return &Literal{Value: l.Text, T: types.Char(n).NotNull()}, nil
 	case parser.BinaryLit:
 		var bs []byte
 		for i := 0; i+1 < len(l.Text); i += 2 {
@@ -662,9 +662,9 @@ func literal(l *parser.Literal) (*Literal, error) {
 			}
 			bs = append(bs, byte(v))
 		}
-		return &Literal{Value: bs, T: types.Binary(max(len(bs), 1)).NotNullType()}, nil
+		return &Literal{Value: bs, T: types.Binary(max(len(bs), 1)).NotNull()}, nil
 	case parser.BooleanLit:
-		return &Literal{Value: l.Text == "TRUE", T: types.Boolean().NotNullType()}, nil
+		return &Literal{Value: l.Text == "TRUE", T: types.Boolean().NotNull()}, nil
 	case parser.UnknownLit:
 		return &Literal{T: types.Boolean()}, nil
 	case parser.NullLit:
@@ -674,14 +674,14 @@ func literal(l *parser.Literal) (*Literal, error) {
 		if err != nil {
 			return nil, errAt(l, "DATE '%s': %v", l.Text, err)
 		}
-		return &Literal{Value: d, T: types.DateType().NotNullType()}, nil
+		return &Literal{Value: d, T: types.DateType().NotNull()}, nil
 	case parser.TimeLit:
 		p := fracDigits(l.Text)
 		t, err := types.ParseTime(l.Text, p)
 		if err != nil {
 			return nil, errAt(l, "TIME '%s': %v", l.Text, err)
 		}
-		return &Literal{Value: t, T: types.TimeType(p).NotNullType()}, nil
+		return &Literal{Value: t, T: types.TimeType(p).NotNull()}, nil
 	case parser.TimestampLit, parser.TimestampLTZLit:
 		p := fracDigits(l.Text)
 		ts, err := types.ParseTimestamp(l.Text, p)
@@ -689,9 +689,9 @@ func literal(l *parser.Literal) (*Literal, error) {
 			return nil, errAt(l, "TIMESTAMP '%s': %v", l.Text, err)
 		}
 		if l.Kind == parser.TimestampLTZLit {
-			return &Literal{Value: types.TimestampLTZ(ts), T: types.TimestampLTZType(p).NotNullType()}, nil
+			return &Literal{Value: types.TimestampLTZ(ts), T: types.TimestampLTZType(p).NotNull()}, nil
 		}
-		return &Literal{Value: ts, T: types.TimestampType(p).NotNullType()}, nil
+		return &Literal{Value: ts, T: types.TimestampType(p).NotNull()}, nil
 	}
 	return nil, errAt(l, "unsupported literal %s", l.Kind)
 }
@@ -742,7 +742,7 @@ func intervalLiteral(l *parser.IntervalLiteral) (*Literal, error) {
 		if err1 != nil || err2 != nil {
 			return bad()
 		}
-		return &Literal{Value: types.IntervalMonths(sign * (y*12 + m)), T: t.NotNullType()}, nil
+		return &Literal{Value: types.IntervalMonths(sign * (y*12 + m)), T: t.NotNull()}, nil
 	}
 	// Day-time: the fields from Start to End, separated by ' ' (after the
 	// day) and ':' (between time fields), the seconds with a fraction.
@@ -788,5 +788,5 @@ func intervalLiteral(l *parser.IntervalLiteral) (*Literal, error) {
 		}
 		ms += v * mult[u]
 	}
-	return &Literal{Value: types.IntervalMillis(sign * ms), T: t.NotNullType()}, nil
+	return &Literal{Value: types.IntervalMillis(sign * ms), T: t.NotNull()}, nil
 }

@@ -136,7 +136,7 @@ func (b *binder) expr(e parser.Expr, sc *scope) (Expr, error) {
 			return nil, errAt(e, "Cast function cannot convert value of type %s to type %s", x.Type(), t)
 		}
 		if !x.Type().IsNullable() && !e.Try {
-			t = t.NotNullType()
+			t = t.NotNull()
 		} else if e.Try {
 			t = t.Nullable()
 		}
@@ -168,13 +168,13 @@ func (b *binder) expr(e parser.Expr, sc *scope) (Expr, error) {
 		if mode == "" {
 			mode = "BOTH"
 		}
-		var chars Expr = &Literal{Value: " ", T: types.Char(1).NotNullType()}
+		var chars Expr = &Literal{Value: " ", T: types.Char(1).NotNull()}
 		if e.Chars != nil {
 			if chars, err = b.expr(e.Chars, sc); err != nil {
 				return nil, err
 			}
 		}
-		return b.call(e, "TRIM", &Literal{Value: mode, T: types.VarChar(len(mode)).NotNullType()}, chars, x)
+		return b.call(e, "TRIM", &Literal{Value: mode, T: types.VarChar(len(mode)).NotNull()}, chars, x)
 	case *parser.Substring:
 		parts := []parser.Expr{e.Expr, e.Start}
 		if e.Length != nil {
@@ -229,7 +229,7 @@ func (b *binder) expr(e parser.Expr, sc *scope) (Expr, error) {
 		for i := range args {
 			args[i] = castTo(args[i], elem)
 		}
-		return &Ctor{Kind: types.KindArray, Args: args, T: types.Array(elem).NotNullType()}, nil
+		return &Ctor{Kind: types.KindArray, Args: args, T: types.Array(elem).NotNull()}, nil
 	case *parser.MapCtor:
 		ks, err := b.exprs(sc, e.Keys...)
 		if err != nil {
@@ -251,7 +251,7 @@ func (b *binder) expr(e parser.Expr, sc *scope) (Expr, error) {
 		for i := range ks {
 			args = append(args, castTo(ks[i], kt), castTo(vs[i], vt))
 		}
-		return &Ctor{Kind: types.KindMap, Args: args, T: types.MapType(kt, vt).NotNullType()}, nil
+		return &Ctor{Kind: types.KindMap, Args: args, T: types.MapType(kt, vt).NotNull()}, nil
 	case *parser.RowExpr:
 		args, err := b.exprs(sc, e.Items...)
 		if err != nil {
@@ -261,7 +261,7 @@ func (b *binder) expr(e parser.Expr, sc *scope) (Expr, error) {
 		for i, a := range args {
 			fs[i] = types.F("EXPR$"+itoa(i), a.Type())
 		}
-		return &Ctor{Kind: types.KindRow, Args: args, T: types.RowType(fs...).NotNullType()}, nil
+		return &Ctor{Kind: types.KindRow, Args: args, T: types.RowType(fs...).NotNull()}, nil
 	case *parser.Index:
 		x, err := b.expr(e.Expr, sc)
 		if err != nil {
@@ -327,7 +327,7 @@ func common(n parser.Node, args []Expr) (types.DataType, error) {
 }
 
 func unit(u parser.TimeUnit) Expr {
-	return &Literal{Value: string(u), T: types.VarChar(len(u)).NotNullType()}
+	return &Literal{Value: string(u), T: types.VarChar(len(u)).NotNull()}
 }
 
 func (b *binder) exprs(sc *scope, es ...parser.Expr) ([]Expr, error) {

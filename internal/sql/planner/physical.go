@@ -102,18 +102,13 @@ func (t *Translator) Translate(p Plan) (*Rows, error) {
 		if err != nil {
 			return nil, err
 		}
-		return t.calc(in, p.Exprs, nil, p.fields), nil
+		return t.keepOrder(p.Input, t.calc(in, p.Exprs, nil, p.fields)), nil
 	case *Filter:
 		in, err := t.Translate(p.Input)
 		if err != nil {
 			return nil, err
 		}
-		fs := p.Input.Fields()
-		ident := make([]Expr, len(fs))
-		for i, f := range fs {
-			ident[i] = &InputRef{Index: i, T: f.Type, Name: f.Name}
-		}
-		return t.calc(in, nil, p.Cond, fs), nil
+		return t.keepOrder(p.Input, t.calc(in, nil, p.Cond, p.Input.Fields())), nil
 	case *WindowTVF:
 		return t.windowTVF(p)
 	case *Aggregate:
@@ -134,6 +129,28 @@ func (t *Translator) Translate(p Plan) (*Rows, error) {
 		return t.join(p)
 	}
 	return nil, fmt.Errorf("no physical operator for %T", p)
+}
+
+// keepOrder runs an operator above a sort in the sort's one subtask, so
+// that the order reaches the sink.
+func (t *Translator) keepOrder(in Plan, s *Rows) *Rows {
+	if sorted(in) {
+		return s.SetParallelism(1)
+	}
+	return s
+}
+
+// sorted reports a plan whose rows come in a defined order.
+func sorted(p Plan) bool {
+	switch p := p.(type) {
+	case *Sort:
+		return len(p.Keys) > 0
+	case *Project:
+		return sorted(p.Input)
+	case *Filter:
+		return sorted(p.Input)
+	}
+	return false
 }
 
 // calc evaluates a condition and projections per row: Flink's Calc.
@@ -489,7 +506,7 @@ func (t *Translator) aggregate(p *Aggregate) (*Rows, error) {
 			}
 			return nil
 		})).Name("Expand")
-		inFields = append(slices.Clone(inFields), Field{Name: "$e", Type: types.Int().NotNullType()})
+		inFields = append(slices.Clone(inFields), Field{Name: "$e", Type: types.Int().NotNull()})
 		inTypes = fieldTypes(inFields)
 		in = withCodec(exp, inFields)
 		keys = append(keys, setCol)

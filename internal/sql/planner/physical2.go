@@ -85,7 +85,11 @@ type joinFunc struct {
 	residual            evaluator
 	left, right         state.MapState[string, int64]
 	leftOuter, rightOut bool
-	ctx                 *Translator
+	// batch: the inputs end, so NULL-padded rows wait for the end of the
+	// input (a timer at the end of time) instead of being emitted and
+	// withdrawn: a batch result has no retractions.
+	batch bool
+	ctx   *Translator
 }
 
 func (f *joinFunc) Open(ctx *stream.KeyedContext[string]) error {
@@ -95,11 +99,113 @@ func (f *joinFunc) Open(ctx *stream.KeyedContext[string]) error {
 }
 
 func (f *joinFunc) ProcessElement1(r types.Record, ctx *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
+	if f.batch {
+		return f.processBatch(r, true, ctx, out)
+	}
 	return f.process(r, true, out)
 }
 
 func (f *joinFunc) ProcessElement2(r types.Record, ctx *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
+	if f.batch {
+		return f.processBatch(r, false, ctx, out)
+	}
 	return f.process(r, false, out)
+}
+
+// processBatch keeps a row and emits its matches so far: every pair is
+// emitted exactly once, by whichever of its two rows came second.
+func (f *joinFunc) processBatch(r types.Record, fromLeft bool, ctx *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
+	thisState, otherState := f.left, f.right
+	thisTypes, otherTypes := f.lTypes, f.rTypes
+	if !fromLeft {
+		thisState, otherState = f.right, f.left
+		thisTypes, otherTypes = f.rTypes, f.lTypes
+	}
+	if !r.Kind.IsAccumulate() {
+		return fmt.Errorf("join: a %s row in a batch input", r.Kind)
+	}
+	var err error
+	otherState.Range(func(k string, n int64) bool {
+		var row types.Row
+		if row, _, err = types.DecodeRow(otherTypes, []byte(k)); err != nil {
+			return false
+		}
+		l, rr := pairRows(fromLeft, r.Row, row)
+		var ok bool
+		if ok, err = f.matches(l, rr); err != nil {
+			return false
+		}
+		if ok {
+			for range n {
+				out.Collect(types.Record{Kind: types.Insert, Row: f.concat(l, rr)})
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("join: %w", err)
+	}
+	key := string(types.AppendRow(nil, thisTypes, r.Row))
+	n, _ := thisState.Get(key)
+	thisState.Put(key, n+1)
+	if f.leftOuter || f.rightOut {
+		ctx.RegisterEventTimeTimer(math.MaxInt64)
+	}
+	return nil
+}
+
+// OnTimer ends a batch join's key: the rows of an outer side that matched
+// nothing are emitted padded with NULLs.
+func (f *joinFunc) OnTimer(_ int64, _ *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
+	pad := func(outer, inner state.MapState[string, int64], outerTypes, innerTypes []types.DataType, outerIsLeft bool) error {
+		var inners []types.Row
+		var err error
+		inner.Range(func(k string, _ int64) bool {
+			var row types.Row
+			if row, _, err = types.DecodeRow(innerTypes, []byte(k)); err != nil {
+				return false
+			}
+			inners = append(inners, row)
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		outer.Range(func(k string, n int64) bool {
+			var row types.Row
+			if row, _, err = types.DecodeRow(outerTypes, []byte(k)); err != nil {
+				return false
+			}
+			for _, in := range inners {
+				l, r := pairRows(outerIsLeft, row, in)
+				ok, merr := f.matches(l, r)
+				if merr != nil {
+					err = merr
+					return false
+				}
+				if ok {
+					return true
+				}
+			}
+			l, r := pairRows(outerIsLeft, row, make(types.Row, len(innerTypes)))
+			for range n {
+				out.Collect(types.Record{Kind: types.Insert, Row: f.concat(l, r)})
+			}
+			return true
+		})
+		return err
+	}
+	if f.leftOuter {
+		if err := pad(f.left, f.right, f.lTypes, f.rTypes, true); err != nil {
+			return fmt.Errorf("join: %w", err)
+		}
+	}
+	if f.rightOut {
+		if err := pad(f.right, f.left, f.rTypes, f.lTypes, false); err != nil {
+			return fmt.Errorf("join: %w", err)
+		}
+	}
+	return nil
 }
 
 func (f *joinFunc) concat(l, r types.Row) types.Row {
@@ -288,7 +394,7 @@ func (t *Translator) join(p *Join) (*Rows, error) {
 			return string(buf)
 		}
 	}
-	f := &joinFunc{p: p, lTypes: lt, rTypes: rt, ctx: t,
+	f := &joinFunc{p: p, lTypes: lt, rTypes: rt, ctx: t, batch: t.Batch,
 		leftOuter: p.Type == "LEFT" || p.Type == "FULL", rightOut: p.Type == "RIGHT" || p.Type == "FULL"}
 	if p.Residual != nil {
 		f.residual = compile(p.Residual)

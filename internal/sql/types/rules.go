@@ -203,10 +203,10 @@ func common2(a, b DataType) (DataType, bool) {
 	case a.EqualIgnoringNull(b):
 		return out(a)
 	case ak.IsCharacterString() && bk.IsCharacterString():
+		// CHARs of different lengths meet in VARCHAR, not in a padded
+		// CHAR: Flink's rule since FLINK-9559, so that CASE WHEN .. THEN
+		// 'a' ELSE 'bbb' END gives 'a', not 'a  '.
 		l := maxInt(a.Length, b.Length)
-		if ak == KindChar && bk == KindChar {
-			return out(Char(l))
-		}
 		return out(VarChar(l))
 	case ak.IsBinaryString() && bk.IsBinaryString():
 		l := maxInt(a.Length, b.Length)

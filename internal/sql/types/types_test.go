@@ -139,7 +139,9 @@ func TestLeastRestrictive(t *testing.T) {
 		{[]DataType{Int(), BigInt()}, "BIGINT"},
 		{[]DataType{Int().NotNull(), Null()}, "INT"},
 		{[]DataType{Int().NotNull(), SmallInt().NotNull()}, "INT NOT NULL"},
-		{[]DataType{Char(2), Char(5)}, "CHAR(5)"},
+		// FLINK-9559: CHARs of different lengths meet in VARCHAR (no padding).
+		{[]DataType{Char(2), Char(5)}, "VARCHAR(5)"},
+		{[]DataType{Char(5), Char(5)}, "CHAR(5)"},
 		{[]DataType{Char(3), VarChar(2)}, "VARCHAR(3)"},
 		{[]DataType{DecimalType(10, 2), Int()}, "DECIMAL(12, 2)"},
 		{[]DataType{DecimalType(10, 2), Double()}, "DOUBLE"},
