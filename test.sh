@@ -2,7 +2,7 @@
 # The project's test command: formatting, vet, the whole test suite, the
 # race detector on the packages that run goroutines, and every fuzzer for
 # 10 s. CI runs exactly this (.ci/run). Needs Go; installs the Debian
-# packages that tests need (MariaDB) when they are missing.
+# packages that tests need (MariaDB, kcat, SQLite) when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -10,14 +10,18 @@ cd "$(dirname "$0")"
 # (one apt-get update for all): MariaDB for the JDBC connector's tests
 # (connector/jdbc, examples/wordcount; they start their own server) and
 # kcat, which reads the Kafka sink's committed output as a read_committed
-# consumer that is not franz-go. With WEIR_REQUIRE_SYSTEMS=1 a test that
-# misses a system fails instead of skipping.
+# consumer that is not franz-go; SQLite, the independent engine the batch
+# SQL suite (table) compares its results with. With WEIR_REQUIRE_SYSTEMS=1
+# a test that misses a system fails instead of skipping.
 missing=()
 if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
 	missing+=(mariadb-server)
 fi
 if ! command -v kcat >/dev/null 2>&1; then
 	missing+=(kcat)
+fi
+if ! command -v sqlite3 >/dev/null 2>&1; then
+	missing+=(sqlite3)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
 	sudo=""
@@ -41,7 +45,7 @@ echo "== go test"
 go test -count=1 -timeout 20m ./...
 
 echo "== go test -race (runtime packages)"
-go test -count=1 -race -timeout 20m ./internal/... ./stream/... ./connector/... ./codec/... ./state/... ./window/... ./nexmark/... ./config/...
+go test -count=1 -race -timeout 20m ./internal/... ./stream/... ./connector/... ./codec/... ./state/... ./window/... ./nexmark/... ./config/... ./table/...
 
 echo "== fuzz: every fuzzer for a bounded time (bench/fuzz/run.sh)"
 bench/fuzz/run.sh 10s
