@@ -115,12 +115,12 @@ var batchQueries = []batchQuery{
 // rows of the generated tables, with NULLs, duplicates, skew, non-ASCII
 // text and negative numbers.
 type empRow struct {
-	id                int
-	name, dept, code  *string
-	salary            *string // DECIMAL(10, 2) as text
-	bonus             *float64
-	age               *int
-	hired, ts         string
+	id               int
+	name, dept, code *string
+	salary           *string // DECIMAL(10, 2) as text
+	bonus            *float64
+	age              *int
+	hired, ts        string
 }
 
 func ptr[T any](v T) *T { return &v }
