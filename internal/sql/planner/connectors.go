@@ -26,12 +26,180 @@ import (
 )
 
 // Connectors makes the sources and sinks of tables from their 'connector'
-// option.
+// option, through the factories registered with RegisterSource and
+// RegisterSink.
 type Connectors struct {
 	// Print is where the print connector writes (standard output when
 	// nil).
 	Print io.Writer
 	mu    sync.Mutex
+}
+
+// TableContext is what a connector factory gets: the table, the job's
+// environment, and the session's settings.
+type TableContext struct {
+	Env   *stream.Environment
+	Table *catalog.Table
+	// Batch says the job runs in batch mode.
+	Batch bool
+	// Loc is the session time zone.
+	Loc *time.Location
+	// Print is the print connector's output.
+	Print   io.Writer
+	printMu *sync.Mutex
+	tr      *Translator
+}
+
+// UID returns a new operator UID for the connector's operator, derived
+// from the statement, so that a restart of the same statement restores
+// the connector's state.
+func (c *TableContext) UID(kind string) string { return c.tr.nextUID(kind) }
+
+// Rows gives a stream of the table's records the codec of its columns.
+func (c *TableContext) Rows(s *stream.Stream[types.Record]) *Rows {
+	fields := make([]Field, len(c.Table.Columns))
+	for i, col := range c.Table.Columns {
+		fields[i] = Field{Name: col.Name, Type: col.Type}
+	}
+	return withCodec(s, fields)
+}
+
+// Option returns a table option, and whether it is set.
+func (c *TableContext) Option(key string) (string, bool) {
+	v, ok := c.Table.Options[key]
+	return v, ok
+}
+
+// OptionError says which option of the table is wrong.
+func (c *TableContext) OptionError(key, format string, args ...any) error {
+	return optionError(c.Table, key, format, args...)
+}
+
+// CheckOptions refuses options the connector does not know, naming the
+// ones it does; prefixes admit families of keys ("fields.").
+func (c *TableContext) CheckOptions(known []string, prefixes ...string) error {
+	return checkOptions(c.Table, known, prefixes...)
+}
+
+// SourceFactory builds the stream of a table's rows: a record has a value
+// at every column position (NULL at computed columns, which the planner
+// fills in).
+type SourceFactory func(c *TableContext) (*Rows, error)
+
+// SinkFactory attaches a table's sink to a stream of rows with the given
+// fields (the table's physical columns). updating says the stream carries
+// updates and deletes; a sink that takes appends only must refuse it with
+// ErrUpdatesNotSupported.
+type SinkFactory func(c *TableContext, in *Rows, fields []Field, updating bool) error
+
+// ErrUpdatesNotSupported is returned by sinks of append-only tables for an
+// updating query.
+var ErrUpdatesNotSupported = errors.New("doesn't support consuming update changes")
+
+var registry = struct {
+	sync.RWMutex
+	sources map[string]SourceFactory
+	sinks   map[string]SinkFactory
+}{sources: map[string]SourceFactory{}, sinks: map[string]SinkFactory{}}
+
+// RegisterSource makes a connector readable by its 'connector' name.
+func RegisterSource(name string, f SourceFactory) {
+	registry.Lock()
+	defer registry.Unlock()
+	registry.sources[name] = f
+}
+
+// RegisterSink makes a connector writable by its 'connector' name.
+func RegisterSink(name string, f SinkFactory) {
+	registry.Lock()
+	defer registry.Unlock()
+	registry.sinks[name] = f
+}
+
+func init() {
+	RegisterSource("datagen", datagenSource)
+	RegisterSource("filesystem", filesystemSource)
+	RegisterSink("filesystem", filesystemSink)
+	RegisterSink("print", printSinkFactory)
+	RegisterSink("blackhole", func(c *TableContext, in *Rows, _ []Field, _ bool) error {
+		stream.SinkTo(in, blackhole{}, "Sink: blackhole").UID(c.UID("blackhole"))
+		return nil
+	})
+}
+
+func keyList(m map[string]bool) string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
+}
+
+func (c *Connectors) context(tr *Translator, t *catalog.Table) *TableContext {
+	return &TableContext{Env: tr.Env, Table: t, Batch: tr.Batch, Loc: tr.Ctx.Location(), Print: c.Print, printMu: &c.mu, tr: tr}
+}
+
+// Source builds the stream of a table's rows.
+func (c *Connectors) Source(tr *Translator, t *catalog.Table) (*Rows, error) {
+	conn := t.Options["connector"]
+	if conn == "" {
+		return nil, fmt.Errorf("table %s has no 'connector' option", t.Path)
+	}
+	registry.RLock()
+	f, ok := registry.sources[conn]
+	known := map[string]bool{}
+	for k := range registry.sources {
+		known[k] = true
+	}
+	registry.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("table %s: connector '%s' cannot be read (sources: %s)", t.Path, conn, keyList(known))
+	}
+	return f(c.context(tr, t))
+}
+
+// Sink attaches a table's sink to a stream; updating says whether the
+// stream carries updates, which sinks for appends refuse.
+func (c *Connectors) Sink(tr *Translator, t *catalog.Table, in *Rows, fields []Field, updating bool, producer string) error {
+	conn := t.Options["connector"]
+	if conn == "" {
+		return fmt.Errorf("table %s has no 'connector' option", t.Path)
+	}
+	registry.RLock()
+	f, ok := registry.sinks[conn]
+	known := map[string]bool{}
+	for k := range registry.sinks {
+		known[k] = true
+	}
+	registry.RUnlock()
+	if !ok {
+		return fmt.Errorf("table %s: connector '%s' cannot be written (sinks: %s)", t.Path, conn, keyList(known))
+	}
+	err := f(c.context(tr, t), in, fields, updating)
+	if errors.Is(err, ErrUpdatesNotSupported) {
+		return fmt.Errorf("Table sink '%s' doesn't support consuming update changes which is produced by node %s", t.Path, producer)
+	}
+	return err
+}
+
+func printSinkFactory(c *TableContext, in *Rows, fields []Field, _ bool) error {
+	if err := c.CheckOptions([]string{"print-identifier", "standard-error", "sink.parallelism"}); err != nil {
+		return err
+	}
+	w := c.Print
+	if w == nil {
+		w = os.Stdout
+	}
+	if c.Table.Options["standard-error"] == "true" {
+		w = os.Stderr
+	}
+	prefix := c.Table.Options["print-identifier"]
+	if prefix != "" {
+		prefix += "> "
+	}
+	stream.SinkTo(in, &printSink{w: w, mu: c.printMu, prefix: prefix, types: fieldTypes(fields), loc: c.Loc}, "Sink: print").UID(c.UID("print"))
+	return nil
 }
 
 // optionError says which option of which table is wrong.
@@ -73,57 +241,6 @@ func physical(t *catalog.Table) []int {
 		}
 	}
 	return out
-}
-
-// Source builds the stream of a table's rows: every column position is
-// there, the computed ones still NULL.
-func (c *Connectors) Source(tr *Translator, t *catalog.Table) (*Rows, error) {
-	switch t.Options["connector"] {
-	case "datagen":
-		return datagenSource(tr, t)
-	case "filesystem":
-		return filesystemSource(tr, t)
-	case "":
-		return nil, fmt.Errorf("table %s has no 'connector' option", t.Path)
-	}
-	return nil, fmt.Errorf("table %s: connector '%s' cannot be read (sources: datagen, filesystem)", t.Path, t.Options["connector"])
-}
-
-// Sink attaches a table's sink to a stream; updating says whether the
-// stream carries updates, which sinks for appends refuse.
-func (c *Connectors) Sink(tr *Translator, t *catalog.Table, in *Rows, fields []Field, updating bool, producer string) error {
-	conn := t.Options["connector"]
-	switch conn {
-	case "print":
-		if err := checkOptions(t, []string{"print-identifier", "standard-error", "sink.parallelism"}); err != nil {
-			return err
-		}
-		w := c.Print
-		if w == nil {
-			w = os.Stdout
-		}
-		if t.Options["standard-error"] == "true" {
-			w = os.Stderr
-		}
-		prefix := t.Options["print-identifier"]
-		if prefix != "" {
-			prefix += "> "
-		}
-		ts := fieldTypes(fields)
-		stream.SinkTo(in, &printSink{w: w, mu: &c.mu, prefix: prefix, types: ts, loc: tr.Ctx.Location()}, "Sink: print").UID(tr.nextUID("print"))
-		return nil
-	case "blackhole":
-		stream.SinkTo(in, blackhole{}, "Sink: blackhole").UID(tr.nextUID("blackhole"))
-		return nil
-	case "filesystem":
-		if updating {
-			return fmt.Errorf("Table sink '%s' doesn't support consuming update changes which is produced by node %s", t.Path, producer)
-		}
-		return filesystemSink(tr, t, in, fields)
-	case "":
-		return fmt.Errorf("table %s has no 'connector' option", t.Path)
-	}
-	return fmt.Errorf("table %s: connector '%s' cannot be written (sinks: print, blackhole, filesystem)", t.Path, conn)
 }
 
 // printSink writes rows as Flink's print connector does: "+I[1, a]".
@@ -190,7 +307,8 @@ func (blackhole) Close() error                    { return nil }
 
 // datagen: Flink's data generator connector. Values are a function of the
 // row number, so a restarted job generates the same rows.
-func datagenSource(tr *Translator, t *catalog.Table) (*Rows, error) {
+func datagenSource(c *TableContext) (*Rows, error) {
+	t := c.Table
 	if err := checkOptions(t, []string{"number-of-rows", "rows-per-second", "scan.parallelism"}, "fields."); err != nil {
 		return nil, err
 	}
@@ -243,12 +361,7 @@ func datagenSource(tr *Translator, t *catalog.Table) (*Rows, error) {
 		}
 		return types.Record{Kind: types.Insert, Row: row}
 	}}
-	fields := make([]Field, len(t.Columns))
-	for i, c := range t.Columns {
-		fields[i] = Field{Name: c.Name, Type: c.Type}
-	}
-	s := stream.FromSource[types.Record](tr.Env, gen, "Source: "+t.Path.Name).UID(tr.nextUID("datagen"))
-	return withCodec(s, fields), nil
+	return c.Rows(stream.FromSource[types.Record](c.Env, gen, "Source: "+t.Path.Name).UID(c.UID("datagen"))), nil
 }
 
 var seed = maphash.MakeSeed()
@@ -447,7 +560,8 @@ func parseDuration(s string) (time.Duration, error) {
 
 // filesystem: CSV or JSON lines files in a directory (or one file), read
 // by the file connector and written by its exactly-once part-file sink.
-func filesystemSource(tr *Translator, t *catalog.Table) (*Rows, error) {
+func filesystemSource(c *TableContext) (*Rows, error) {
+	t := c.Table
 	f, err := rowFormat(t)
 	if err != nil {
 		return nil, err
@@ -464,15 +578,14 @@ func filesystemSource(tr *Translator, t *catalog.Table) (*Rows, error) {
 		}
 		src.MonitorInterval(d)
 	}
-	fields := make([]Field, len(t.Columns))
-	for i, c := range t.Columns {
-		fields[i] = Field{Name: c.Name, Type: c.Type}
-	}
-	s := stream.FromSource[types.Record](tr.Env, src, "Source: "+t.Path.Name).UID(tr.nextUID("files"))
-	return withCodec(s, fields), nil
+	return c.Rows(stream.FromSource[types.Record](c.Env, src, "Source: "+t.Path.Name).UID(c.UID("files"))), nil
 }
 
-func filesystemSink(tr *Translator, t *catalog.Table, in *Rows, fields []Field) error {
+func filesystemSink(c *TableContext, in *Rows, fields []Field, updating bool) error {
+	t := c.Table
+	if updating {
+		return ErrUpdatesNotSupported
+	}
 	f, err := rowFormat(t)
 	if err != nil {
 		return err
@@ -492,7 +605,7 @@ func filesystemSink(tr *Translator, t *catalog.Table, in *Rows, fields []Field) 
 		}
 		sink.RollOnSize(n)
 	}
-	stream.SinkTo(in, sink, "Sink: "+t.Path.Name).UID(tr.nextUID("files"))
+	stream.SinkTo(in, sink, "Sink: "+t.Path.Name).UID(c.UID("files"))
 	return nil
 }
 
