@@ -238,7 +238,8 @@ func (e *Environment) set(s *parser.Set) (*Result, error) {
 // sessionOnly keys belong to the SQL layer, not to the runtime's
 // configuration.
 func sessionOnly(key string) bool {
-	return strings.HasPrefix(key, "table.") || strings.HasPrefix(key, "sql-client.") || key == "pipeline.name"
+	return strings.HasPrefix(key, "table.") || strings.HasPrefix(key, "sql-client.") || key == "pipeline.name" ||
+		key == "execution.savepoint.path" || key == "execution.savepoint.ignore-unclaimed-state"
 }
 
 func (e *Environment) createTable(s *parser.CreateTable) (*Result, error) {
@@ -647,6 +648,12 @@ func (e *Environment) environment() (*stream.Environment, error) {
 		}
 	}
 	env := stream.NewEnvironmentWithConfig(cfg)
+	// Flink's keys for starting a job from a savepoint or a retained
+	// checkpoint; the SQL operators' UIDs derive from the statement, so the
+	// same statement finds its state.
+	if path := e.settings["execution.savepoint.path"]; path != "" {
+		env.RestoreFrom(path, e.settings["execution.savepoint.ignore-unclaimed-state"] == "true")
+	}
 	return env, nil
 }
 

@@ -22,6 +22,7 @@ type sqlOptions struct {
 	catalogFile string
 	defines     []string
 	parallelism int
+	restore     string
 }
 
 func newSQLCommand() *cobra.Command {
@@ -54,6 +55,7 @@ batch mode, where GROUP BY gives final rows instead of a changelog.`,
 	f.StringVar(&o.catalogFile, "catalog-file", "", "keep the catalog (tables, views, functions) in this JSON `file`, so that later sessions see it")
 	f.StringArrayVarP(&o.defines, "define", "D", nil, "set a configuration option, `key=value` (repeatable), as SET does")
 	f.IntVarP(&o.parallelism, "parallelism", "p", 0, "default parallelism of the jobs")
+	f.StringVar(&o.restore, "from-savepoint", "", "start the jobs from a savepoint or retained checkpoint (its `directory`), as SET 'execution.savepoint.path' does")
 	return cmd
 }
 
@@ -81,7 +83,11 @@ func runSQL(ctx context.Context, out io.Writer, in io.Reader, o sqlOptions) erro
 	tenv := table.NewEnvironment(opts...)
 	// Scripts wait for their INSERT jobs: the embedded cluster ends with
 	// the process.
-	for _, kv := range append([][2]string{{"table.dml-sync", "true"}}, sessionDefines...) {
+	first := [][2]string{{"table.dml-sync", "true"}}
+	if o.restore != "" {
+		first = append(first, [2]string{"execution.savepoint.path", o.restore})
+	}
+	for _, kv := range append(first, sessionDefines...) {
 		if _, err := tenv.Execute(ctx, &parser.Set{HasKey: true, Key: kv[0], Value: kv[1]}); err != nil {
 			return err
 		}
