@@ -1,8 +1,11 @@
 package table_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/weirproject/weir/internal/sql/types"
@@ -201,6 +204,118 @@ func TestStreamingGroupByChangelog(t *testing.T) {
 		}
 		if kinds[types.UpdateBefore] == 0 || kinds[types.UpdateBefore] != kinds[types.UpdateAfter] {
 			t.Errorf("p=%d: changelog kinds %v: want as many -U as +U, and some", p, kinds)
+		}
+	}
+}
+
+// applyChangelog folds a changelog into the table it describes, failing
+// on a retraction of a row the table does not hold.
+func applyChangelog(t *testing.T, rows []types.Record) map[string]int {
+	t.Helper()
+	table := map[string]int{}
+	for _, r := range rows {
+		key := fmt.Sprint(r.Row)
+		switch r.Kind {
+		case types.Insert, types.UpdateAfter:
+			table[key]++
+		default:
+			if table[key] == 0 {
+				t.Fatalf("%s of a row the table does not hold", r)
+			}
+			table[key]--
+			if table[key] == 0 {
+				delete(table, key)
+			}
+		}
+	}
+	return table
+}
+
+// TestStreamingTopNMatchesBruteForce: ROW_NUMBER Top-N per key over the
+// stream, whose changelog ends as the brute-force top 3, at p = 1, 2, 4.
+func TestStreamingTopNMatchesBruteForce(t *testing.T) {
+	const n = 3000
+	events := genEvents(n)
+	type ranked struct{ v, id int64 }
+	byKey := map[string][]ranked{}
+	for i, e := range events {
+		byKey[e.k] = append(byKey[e.k], ranked{e.v, int64(i)})
+	}
+	want := map[string]int{}
+	for k, rs := range byKey {
+		slices.SortFunc(rs, func(a, b ranked) int {
+			if a.v != b.v {
+				return cmp.Compare(b.v, a.v)
+			}
+			return cmp.Compare(a.id, b.id)
+		})
+		for i := range min(3, len(rs)) {
+			want[fmt.Sprint(types.Row{k, rs[i].v, rs[i].id, int64(i + 1)})]++
+		}
+	}
+	for _, p := range []int{1, 2, 4} {
+		tenv := newStreamingEnv(t, n, p)
+		res, err := tenv.ExecuteSQL(context.Background(),
+			"SELECT * FROM (SELECT k, v, id, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC, id) AS rn FROM ev) WHERE rn <= 3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := applyChangelog(t, res.Rows); !maps.Equal(got, want) {
+			t.Errorf("p=%d: final top 3\n got %v\nwant %v", p, got, want)
+		}
+	}
+}
+
+// TestStreamingOverMatchesBruteForce: OVER windows ordered by event time
+// (ROWS and RANGE frames) give every row the aggregate of its frame.
+func TestStreamingOverMatchesBruteForce(t *testing.T) {
+	const n = 3000
+	events := genEvents(n)
+	seen := map[int64]bool{}
+	for _, e := range events {
+		if seen[e.ts] {
+			t.Fatalf("the generator repeats time %d: ROWS frames would depend on arrival order", e.ts)
+		}
+		seen[e.ts] = true
+	}
+	want := map[int64][2]int64{}
+	for i, e := range events {
+		var sum, cnt int64
+		var prior []event
+		for _, x := range events {
+			if x.k == e.k && x.ts < e.ts {
+				prior = append(prior, x)
+			}
+		}
+		slices.SortFunc(prior, func(a, b event) int { return cmp.Compare(a.ts, b.ts) })
+		for _, x := range prior[max(0, len(prior)-3):] {
+			sum += x.v
+		}
+		sum += e.v
+		for _, x := range events {
+			if x.k == e.k && x.ts <= e.ts && x.ts >= e.ts-2000 {
+				cnt++
+			}
+		}
+		want[int64(i)] = [2]int64{sum, cnt}
+	}
+	for _, p := range []int{1, 2, 4} {
+		tenv := newStreamingEnv(t, n, p)
+		res, err := tenv.ExecuteSQL(context.Background(), `SELECT id,
+			SUM(v) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 3 PRECEDING AND CURRENT ROW),
+			COUNT(*) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL '2' SECOND PRECEDING AND CURRENT ROW)
+			FROM ev`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Rows) != n {
+			t.Fatalf("p=%d: %d rows, want %d", p, len(res.Rows), n)
+		}
+		for _, r := range res.Rows {
+			id := r.Row[0].(int64)
+			if got := [2]int64{r.Row[1].(int64), r.Row[2].(int64)}; got != want[id] {
+				t.Fatalf("p=%d: row %d: %v, want %v", p, id, got, want[id])
+			}
 		}
 	}
 }

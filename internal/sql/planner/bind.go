@@ -230,6 +230,9 @@ type scope struct {
 	// agg, when set, maps grouped expressions and aggregate calls to the
 	// columns of an aggregation's output.
 	agg *aggScope
+	// over maps window function calls (by SQL text) to the columns an
+	// Over node added.
+	over map[string]int
 }
 
 func (s *scope) lookup(id *parser.Ident) (int, error) {

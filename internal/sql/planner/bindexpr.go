@@ -16,6 +16,11 @@ func (b *binder) expr(e parser.Expr, sc *scope) (Expr, error) {
 			return x, nil
 		}
 	}
+	if f, ok := e.(*parser.FuncCall); ok && f.Over != nil && sc.over != nil {
+		if i, ok := sc.over[parser.Format(f)]; ok {
+			return &InputRef{Index: i, T: sc.fields[i].Type, Name: sc.fields[i].Name}, nil
+		}
+	}
 	switch e := e.(type) {
 	case *parser.Ident:
 		if sc.agg != nil {

@@ -1,10 +1,64 @@
 package planner
 
+import "github.com/weirproject/weir/internal/sql/functions"
+
 // optimize applies the rewrite rules to a plan: filters move down towards
 // the scans (through projections, into the matching side of a join), and
 // stacked projections merge. Constant folding happens while binding.
 func optimize(p Plan) Plan {
-	return mergeProjects(pushFilters(p))
+	return mergeProjects(topN(pushFilters(p)))
+}
+
+// topN turns a filter on the rank of a window's ROW_NUMBER, RANK or
+// DENSE_RANK (rownum <= N, rownum < N, rownum = 1) into a Rank node, which
+// keeps only the top rows per partition: Flink's Top-N and deduplication.
+func topN(p Plan) Plan {
+	for i, in := range p.Inputs() {
+		setInput(p, i, topN(in))
+	}
+	f, ok := p.(*Filter)
+	if !ok {
+		return p
+	}
+	o, ok := f.Input.(*Over)
+	if !ok || len(o.Calls) != 1 || o.Calls[0].Rank == "" {
+		return p
+	}
+	rankCol := len(o.fields) - 1
+	limit := int64(-1)
+	var rest []Expr
+	for _, c := range conjuncts(f.Cond) {
+		call, ok := c.(*Call)
+		if ok && len(call.Args) == 2 {
+			r, rok := call.Args[0].(*InputRef)
+			l, lok := call.Args[1].(*Literal)
+			if rok && lok && r.Index == rankCol && l.Value != nil {
+				n := toInt(l.Value)
+				switch call.Fn.Name {
+				case "<=":
+					limit = n
+					continue
+				case "<":
+					limit = n - 1
+					continue
+				case "=":
+					if n == 1 {
+						limit = 1
+						continue
+					}
+				}
+			}
+		}
+		rest = append(rest, c)
+	}
+	if limit < 0 {
+		return p
+	}
+	var out Plan = &Rank{Input: o.Input, Partition: o.Partition, Order: o.Order, Kind: o.Calls[0].Rank, Limit: limit, fields: o.fields}
+	if len(rest) > 0 {
+		out = &Filter{Input: out, Cond: and(functions.Builtins(), rest)}
+	}
+	return out
 }
 
 // pushFilters moves a filter below a projection (rewriting its
@@ -84,6 +138,10 @@ func setInput(p Plan, i int, in Plan) {
 			x.Right = in
 		}
 	case *Sort:
+		x.Input = in
+	case *Over:
+		x.Input = in
+	case *Rank:
 		x.Input = in
 	}
 }

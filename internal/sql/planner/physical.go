@@ -127,6 +127,10 @@ func (t *Translator) Translate(p Plan) (*Rows, error) {
 		return t.sort(p)
 	case *Join:
 		return t.join(p)
+	case *Over:
+		return t.over(p)
+	case *Rank:
+		return t.rank(p)
 	}
 	return nil, fmt.Errorf("no physical operator for %T", p)
 }

@@ -301,6 +301,8 @@ func updating(p Plan, batch bool) bool {
 		return updating(p.Left, batch) || updating(p.Right, batch) || p.Type != "INNER"
 	case *Sort:
 		return updating(p.Input, batch) || p.Limit >= 0
+	case *Rank:
+		return windowEnd(p.Input, p.Partition) < 0 || updating(p.Input, batch)
 	}
 	for _, in := range p.Inputs() {
 		if updating(in, batch) {

@@ -71,6 +71,22 @@ func (b *binder) selectBlock(sel *parser.Select, q *parser.Query) (Plan, error) 
 		return nil, errAt(sel.Having, "HAVING without GROUP BY or aggregates")
 	}
 
+	// Window functions (OVER) are computed before the select list.
+	var overCalls []*parser.FuncCall
+	for _, it := range sel.Items {
+		overCalls = append(overCalls, overCallsIn(it.Expr)...)
+	}
+	if len(overCalls) > 0 {
+		var err error
+		agg := sc.agg
+		if in, sc, err = b.over(sel, in, sc, overCalls); err != nil {
+			return nil, err
+		}
+		// The Over nodes keep their input's columns in place, so the
+		// aggregation's columns resolve as before.
+		sc.agg = agg
+	}
+
 	// The select list.
 	var exprs []Expr
 	var fields []Field
