@@ -82,12 +82,12 @@ func fromWindow(p Plan) bool {
 // when the partition is a window, it emits the final top rows when the
 // partition is complete.
 type rankFunc struct {
-	p      *Rank
-	ts     []types.DataType
-	list   rowList
-	st     state.ValueState[[]byte]
-	final  bool // batch or windowed: emit once, at the end
-	endCol int  // window_end column, -1
+	p       *Rank
+	ts      []types.DataType
+	list    rowList
+	st      state.ValueState[[]byte]
+	final   bool // batch or windowed: emit once, at the end
+	endCol  int  // window_end column, -1
 	keepAll bool
 }
 
