@@ -233,6 +233,8 @@ type scope struct {
 	// over maps window function calls (by SQL text) to the columns an
 	// Over node added.
 	over map[string]int
+	// subq maps scalar subqueries to the expressions of their values.
+	subq map[*parser.Subquery]Expr
 }
 
 func (s *scope) lookup(id *parser.Ident) (int, error) {

@@ -115,7 +115,7 @@ func (b *binder) expr(e parser.Expr, sc *scope) (Expr, error) {
 		return b.call(e, name, args...)
 	case *parser.In:
 		if e.Query != nil {
-			return nil, errAt(e, "IN (subquery) is not supported yet")
+			return nil, errAt(e, "IN (subquery) is supported as a condition of WHERE, not inside other expressions")
 		}
 		args, err := b.exprs(sc, append([]parser.Expr{e.Expr}, e.List...)...)
 		if err != nil {
@@ -294,8 +294,13 @@ func (b *binder) expr(e parser.Expr, sc *scope) (Expr, error) {
 		return b.field(x, e.Field, e)
 	case *parser.Star:
 		return nil, errAt(e, "* is only allowed in a select list or COUNT(*)")
-	case *parser.Subquery, *parser.Exists:
-		return nil, errAt(e, "subqueries in expressions are not supported yet")
+	case *parser.Subquery:
+		if x, ok := sc.subq[e]; ok {
+			return x, nil
+		}
+		return nil, errAt(e, "a scalar subquery is not supported here")
+	case *parser.Exists:
+		return nil, errAt(e, "EXISTS is supported as a condition of WHERE (or NOT EXISTS), not inside other expressions")
 	}
 	return nil, errAt(e, "%T is not supported here", e)
 }

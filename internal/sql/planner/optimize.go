@@ -143,5 +143,7 @@ func setInput(p Plan, i int, in Plan) {
 		x.Input = in
 	case *Rank:
 		x.Input = in
+	case *SingleRow:
+		x.Input = in
 	}
 }

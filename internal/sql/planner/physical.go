@@ -131,6 +131,8 @@ func (t *Translator) Translate(p Plan) (*Rows, error) {
 		return t.over(p)
 	case *Rank:
 		return t.rank(p)
+	case *SingleRow:
+		return t.singleRow(p)
 	}
 	return nil, fmt.Errorf("no physical operator for %T", p)
 }

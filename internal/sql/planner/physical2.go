@@ -89,6 +89,9 @@ type joinFunc struct {
 	// input (a timer at the end of time) instead of being emitted and
 	// withdrawn: a batch result has no retractions.
 	batch bool
+	// semi (SEMI or ANTI join): the output is the left rows that have a
+	// match (anti: none).
+	semi, anti bool
 	ctx   *Translator
 }
 
@@ -99,6 +102,9 @@ func (f *joinFunc) Open(ctx *stream.KeyedContext[string]) error {
 }
 
 func (f *joinFunc) ProcessElement1(r types.Record, ctx *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
+	if f.semi {
+		return f.processSemi(r, true, ctx, out)
+	}
 	if f.batch {
 		return f.processBatch(r, true, ctx, out)
 	}
@@ -106,6 +112,9 @@ func (f *joinFunc) ProcessElement1(r types.Record, ctx *stream.KeyedContext[stri
 }
 
 func (f *joinFunc) ProcessElement2(r types.Record, ctx *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
+	if f.semi {
+		return f.processSemi(r, false, ctx, out)
+	}
 	if f.batch {
 		return f.processBatch(r, false, ctx, out)
 	}
@@ -154,9 +163,161 @@ func (f *joinFunc) processBatch(r types.Record, fromLeft bool, ctx *stream.Keyed
 	return nil
 }
 
+// rows decodes a side's rows with their counts.
+func (f *joinFunc) rows(st state.MapState[string, int64], ts []types.DataType) ([]types.Row, []int64, error) {
+	var rows []types.Row
+	var counts []int64
+	var err error
+	st.Range(func(k string, n int64) bool {
+		var row types.Row
+		if row, _, err = types.DecodeRow(ts, []byte(k)); err != nil {
+			return false
+		}
+		rows, counts = append(rows, row), append(counts, n)
+		return true
+	})
+	return rows, counts, err
+}
+
+// matchCount counts the right rows that match a left row.
+func (f *joinFunc) matchCount(l types.Row, rights []types.Row, counts []int64) (int64, error) {
+	var n int64
+	for i, r := range rights {
+		ok, err := f.matches(l, r)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			n += counts[i]
+		}
+	}
+	return n, nil
+}
+
+// processSemi runs a semi or anti join: left rows pass while they have a
+// match (semi) or none (anti). Batch, the decision waits for the end.
+func (f *joinFunc) processSemi(r types.Record, fromLeft bool, ctx *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
+	st, ts := f.left, f.lTypes
+	if !fromLeft {
+		st, ts = f.right, f.rTypes
+	}
+	key := string(types.AppendRow(nil, ts, r.Row))
+	add := r.Kind.IsAccumulate()
+	if f.batch {
+		if !add {
+			return fmt.Errorf("join: a %s row in a batch input", r.Kind)
+		}
+		n, _ := st.Get(key)
+		st.Put(key, n+1)
+		ctx.RegisterEventTimeTimer(math.MaxInt64)
+		return nil
+	}
+	passes := func(m int64) bool { return (m > 0) != f.anti }
+	if fromLeft {
+		rights, counts, err := f.rows(f.right, f.rTypes)
+		if err != nil {
+			return err
+		}
+		m, err := f.matchCount(r.Row, rights, counts)
+		if err != nil {
+			return err
+		}
+		n, _ := st.Get(key)
+		switch {
+		case add:
+			st.Put(key, n+1)
+		case n <= 1:
+			st.Remove(key)
+		default:
+			st.Put(key, n-1)
+		}
+		if passes(m) && (add || n > 0) {
+			kind := types.Insert
+			if !add {
+				kind = types.Delete
+			}
+			out.Collect(types.Record{Kind: kind, Row: r.Row})
+		}
+		return nil
+	}
+	// A right row changes the fate of the left rows it matches.
+	lefts, lcounts, err := f.rows(f.left, f.lTypes)
+	if err != nil {
+		return err
+	}
+	rights, rcounts, err := f.rows(f.right, f.rTypes)
+	if err != nil {
+		return err
+	}
+	before := make([]int64, len(lefts))
+	for i, l := range lefts {
+		if before[i], err = f.matchCount(l, rights, rcounts); err != nil {
+			return err
+		}
+	}
+	n, _ := st.Get(key)
+	switch {
+	case add:
+		st.Put(key, n+1)
+	case n == 0:
+		return nil
+	case n == 1:
+		st.Remove(key)
+	default:
+		st.Put(key, n-1)
+	}
+	for i, l := range lefts {
+		ok, err := f.matches(l, r.Row)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		after := before[i] + 1
+		if !add {
+			after = before[i] - 1
+		}
+		if passes(before[i]) == passes(after) {
+			continue
+		}
+		kind := types.Insert
+		if !passes(after) {
+			kind = types.Delete
+		}
+		for range lcounts[i] {
+			out.Collect(types.Record{Kind: kind, Row: l})
+		}
+	}
+	return nil
+}
+
 // OnTimer ends a batch join's key: the rows of an outer side that matched
-// nothing are emitted padded with NULLs.
+// nothing are emitted padded with NULLs; a semi or anti join emits the
+// left rows that (do not) match.
 func (f *joinFunc) OnTimer(_ int64, _ *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
+	if f.semi {
+		lefts, lcounts, err := f.rows(f.left, f.lTypes)
+		if err != nil {
+			return err
+		}
+		rights, rcounts, err := f.rows(f.right, f.rTypes)
+		if err != nil {
+			return err
+		}
+		for i, l := range lefts {
+			m, err := f.matchCount(l, rights, rcounts)
+			if err != nil {
+				return err
+			}
+			if (m > 0) != f.anti {
+				for range lcounts[i] {
+					out.Collect(types.Record{Kind: types.Insert, Row: l})
+				}
+			}
+		}
+		return nil
+	}
 	pad := func(outer, inner state.MapState[string, int64], outerTypes, innerTypes []types.DataType, outerIsLeft bool) error {
 		var inners []types.Row
 		var err error
@@ -395,6 +556,7 @@ func (t *Translator) join(p *Join) (*Rows, error) {
 		}
 	}
 	f := &joinFunc{p: p, lTypes: lt, rTypes: rt, ctx: t, batch: t.Batch,
+		semi: p.Type == "SEMI" || p.Type == "ANTI", anti: p.Type == "ANTI",
 		leftOuter: p.Type == "LEFT" || p.Type == "FULL", rightOut: p.Type == "RIGHT" || p.Type == "FULL"}
 	if p.Residual != nil {
 		f.residual = compile(p.Residual)
@@ -405,4 +567,27 @@ func (t *Translator) join(p *Join) (*Rows, error) {
 		s = s.SetParallelism(1)
 	}
 	return withCodec(s, p.fields), nil
+}
+
+// singleRow passes on the one row of a scalar subquery and fails when a
+// second one arrives.
+func (t *Translator) singleRow(p *SingleRow) (*Rows, error) {
+	in, err := t.Translate(p.Input)
+	if err != nil {
+		return nil, err
+	}
+	var live int
+	s := stream.Process(in.Global(), stream.ProcessFunc[types.Record, types.Record](func(r types.Record, _ *stream.Context, c stream.Collector[types.Record]) error {
+		if r.Kind.IsAccumulate() {
+			live++
+		} else {
+			live--
+		}
+		if live > 1 {
+			return fmt.Errorf("a scalar subquery returned more than one row")
+		}
+		c.Collect(r)
+		return nil
+	})).Name("SingleRow").SetParallelism(1)
+	return withCodec(s, p.Fields()), nil
 }

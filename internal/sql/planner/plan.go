@@ -298,7 +298,7 @@ func updating(p Plan, batch bool) bool {
 	case *Aggregate:
 		return p.Window == nil
 	case *Join:
-		return updating(p.Left, batch) || updating(p.Right, batch) || p.Type != "INNER"
+		return updating(p.Left, batch) || updating(p.Right, batch) || p.Type != "INNER" && p.Type != "SEMI"
 	case *Sort:
 		return updating(p.Input, batch) || p.Limit >= 0
 	case *Rank:

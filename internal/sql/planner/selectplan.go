@@ -32,14 +32,63 @@ func (b *binder) selectBlock(sel *parser.Select, q *parser.Query) (Plan, error) 
 	}
 	inScope := &scope{fields: in.Fields()}
 	if sel.Where != nil {
-		cond, err := b.expr(sel.Where, inScope)
-		if err != nil {
-			return nil, err
+		// [NOT] EXISTS and [NOT] IN (subquery) conjuncts filter by joins;
+		// scalar subqueries become columns; the rest is a filter.
+		var rest []parser.Expr
+		for _, cj := range splitAnd(sel.Where) {
+			var err error
+			switch x := cj.(type) {
+			case *parser.Exists:
+				in, err = b.semiJoin(in, inScope, x, x.Query, nil, false)
+			case *parser.Unary:
+				ex, ok := x.Expr.(*parser.Exists)
+				if x.Op != parser.OpNot || !ok {
+					rest = append(rest, cj)
+					continue
+				}
+				in, err = b.semiJoin(in, inScope, ex, ex.Query, nil, true)
+			case *parser.In:
+				switch {
+				case x.Query == nil:
+					rest = append(rest, cj)
+					continue
+				case x.Not:
+					in, err = b.notIn(in, inScope, x)
+				default:
+					in, err = b.semiJoin(in, inScope, x, x.Query, x.Expr, false)
+				}
+			default:
+				rest = append(rest, cj)
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
-		if k := cond.Type().Kind; k != types.KindBoolean && k != types.KindNull {
-			return nil, errAt(sel.Where, "WHERE needs a BOOLEAN condition, not %s", cond.Type())
+		if len(rest) > 0 {
+			where := joinAnd(rest)
+			var sc *scope
+			var err error
+			if in, sc, err = b.scalarSubqueries(in, inScope, where); err != nil {
+				return nil, err
+			}
+			cond, err := b.expr(where, sc)
+			if err != nil {
+				return nil, err
+			}
+			if k := cond.Type().Kind; k != types.KindBoolean && k != types.KindNull {
+				return nil, errAt(sel.Where, "WHERE needs a BOOLEAN condition, not %s", cond.Type())
+			}
+			in = &Filter{Input: in, Cond: cond}
+			if len(sc.fields) > len(inScope.fields) {
+				// Drop the subqueries' columns again.
+				keep := make([]Expr, len(inScope.fields))
+				for i, f := range inScope.fields {
+					keep[i] = &InputRef{Index: i, T: f.Type, Name: f.Name}
+				}
+				in = &Project{Input: in, Exprs: keep, fields: slices.Clone(inScope.fields)}
+			}
 		}
-		in = &Filter{Input: in, Cond: cond}
 	}
 	var aggCalls []*parser.FuncCall
 	collect := func(e parser.Expr) { aggCalls = append(aggCalls, b.aggregatesIn(e)...) }
@@ -71,6 +120,18 @@ func (b *binder) selectBlock(sel *parser.Select, q *parser.Query) (Plan, error) 
 		return nil, errAt(sel.Having, "HAVING without GROUP BY or aggregates")
 	}
 
+	// Scalar subqueries of the select list become columns.
+	if sc.agg == nil {
+		var items []parser.Expr
+		for _, it := range sel.Items {
+			items = append(items, it.Expr)
+		}
+		var err error
+		if in, sc, err = b.scalarSubqueries(in, sc, items...); err != nil {
+			return nil, err
+		}
+	}
+
 	// Window functions (OVER) are computed before the select list.
 	var overCalls []*parser.FuncCall
 	for _, it := range sel.Items {
@@ -97,7 +158,7 @@ func (b *binder) selectBlock(sel *parser.Select, q *parser.Query) (Plan, error) 
 			}
 			n := 0
 			for i, f := range sc.fields {
-				if len(star.Qualifier) > 0 && f.Table != star.Qualifier[len(star.Qualifier)-1] {
+				if len(star.Qualifier) > 0 && f.Table != star.Qualifier[len(star.Qualifier)-1] || strings.HasPrefix(f.Name, "$") {
 					continue
 				}
 				exprs = append(exprs, &InputRef{Index: i, T: f.Type, Name: f.Name})
