@@ -92,7 +92,7 @@ type joinFunc struct {
 	// semi (SEMI or ANTI join): the output is the left rows that have a
 	// match (anti: none).
 	semi, anti bool
-	ctx   *Translator
+	ctx        *Translator
 }
 
 func (f *joinFunc) Open(ctx *stream.KeyedContext[string]) error {
