@@ -100,6 +100,11 @@ var batchQueries = []batchQuery{
 	{sql: "SELECT dept FROM emp UNION ALL SELECT dept FROM dept"},
 	{sql: "SELECT dept FROM emp UNION SELECT dept FROM dept"},
 	{sql: "SELECT age FROM emp UNION ALL SELECT budget FROM dept"},
+	// SQLite has no INTERSECT ALL or EXCEPT ALL: its side counts the copies.
+	{sql: "SELECT dept FROM emp INTERSECT SELECT dept FROM dept"},
+	{sql: "SELECT dept FROM dept EXCEPT SELECT dept FROM emp WHERE age > 30"},
+	{sql: "SELECT dept, age / 10 FROM emp INTERSECT ALL SELECT dept, age / 10 FROM emp WHERE id > 150", lite: "WITH l AS (SELECT dept AS d, age / 10 AS a, COUNT(*) AS c FROM emp GROUP BY 1, 2), r AS (SELECT dept AS d, age / 10 AS a, COUNT(*) AS c FROM emp WHERE id > 150 GROUP BY 1, 2), n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT l.d, l.a FROM l JOIN r ON l.d IS r.d AND l.a IS r.a JOIN n ON n.i <= MIN(l.c, r.c)"},
+	{sql: "SELECT dept FROM emp EXCEPT ALL SELECT dept FROM emp WHERE age > 40", lite: "WITH l AS (SELECT dept AS d, COUNT(*) AS c FROM emp GROUP BY 1), r AS (SELECT dept AS d, COUNT(*) AS c FROM emp WHERE age > 40 GROUP BY 1), n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) SELECT l.d FROM l LEFT JOIN r ON l.d IS r.d JOIN n ON n.i <= l.c - COALESCE(r.c, 0)"},
 	{sql: "WITH t AS (SELECT dept, COUNT(*) AS c FROM emp GROUP BY dept) SELECT dept FROM t WHERE c > 10"},
 	{sql: "WITH a AS (SELECT dept, MAX(age) AS m FROM emp GROUP BY dept) SELECT x.dept, y.dept FROM a x JOIN a y ON x.m = y.m"},
 	{sql: "SELECT a.dept, a.c FROM (SELECT dept, COUNT(*) AS c FROM emp GROUP BY dept) AS a WHERE a.c > 5"},

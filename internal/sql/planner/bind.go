@@ -105,7 +105,7 @@ func (b *binder) query(q parser.QueryExpr) (Plan, error) {
 			return nil, err
 		}
 		if q.Op != parser.Union {
-			return nil, errAt(q, "%s is not supported yet", q.Op)
+			return b.intersectExcept(q, l, r)
 		}
 		u, err := union(q, l, r)
 		if err != nil {

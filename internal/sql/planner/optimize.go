@@ -145,5 +145,7 @@ func setInput(p Plan, i int, in Plan) {
 		x.Input = in
 	case *SingleRow:
 		x.Input = in
+	case *Replicate:
+		x.Input = in
 	}
 }

@@ -133,6 +133,8 @@ func (t *Translator) Translate(p Plan) (*Rows, error) {
 		return t.rank(p)
 	case *SingleRow:
 		return t.singleRow(p)
+	case *Replicate:
+		return t.replicate(p)
 	}
 	return nil, fmt.Errorf("no physical operator for %T", p)
 }

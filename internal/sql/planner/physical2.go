@@ -591,3 +591,19 @@ func (t *Translator) singleRow(p *SingleRow) (*Rows, error) {
 	})).Name("SingleRow").SetParallelism(1)
 	return withCodec(s, p.Fields()), nil
 }
+
+func (t *Translator) replicate(p *Replicate) (*Rows, error) {
+	in, err := t.Translate(p.Input)
+	if err != nil {
+		return nil, err
+	}
+	n := len(p.fields)
+	s := stream.Process(in, stream.ProcessFunc[types.Record, types.Record](func(r types.Record, _ *stream.Context, c stream.Collector[types.Record]) error {
+		times := toInt(r.Row[n])
+		for range times {
+			c.Collect(types.Record{Kind: r.Kind, Row: r.Row[:n:n]})
+		}
+		return nil
+	})).Name("Replicate")
+	return withCodec(s, p.fields), nil
+}
