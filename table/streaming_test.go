@@ -7,7 +7,9 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/weirproject/weir/internal/sql/parser"
 	"github.com/weirproject/weir/internal/sql/types"
 	"github.com/weirproject/weir/table"
 )
@@ -355,6 +357,66 @@ func TestStreamingSubqueriesMatchBruteForce(t *testing.T) {
 		}
 		if got := applyChangelog(t, res.Rows); !maps.Equal(got, want) {
 			t.Errorf("p=%d: got %d rows, want %d", p, len(got), len(want))
+		}
+	}
+}
+
+// TestProcessingTimeWindows: a TUMBLE window over PROCTIME() fires by the
+// clock on an unbounded source; each second's window counts the rows that
+// arrived in it.
+func TestProcessingTimeWindows(t *testing.T) {
+	ctx := context.Background()
+	tenv := table.NewEnvironment()
+	for _, s := range []string{
+		// One subtask, so that ids reach the window in order.
+		"SET 'parallelism.default' = '1'",
+		"CREATE TABLE src (id BIGINT, p AS PROCTIME()) WITH ('connector' = 'datagen', 'rows-per-second' = '2000', 'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '1000000')",
+	} {
+		if _, err := tenv.ExecuteSQL(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := parser.ParseStatement("SELECT window_start, window_end, COUNT(*), MIN(id), MAX(id) FROM TABLE(TUMBLE(TABLE src, DESCRIPTOR(p), INTERVAL '1' SECOND)) GROUP BY window_start, window_end")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tenv.Query(ctx, st.(*parser.QueryStatement))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		res.Job.Cancel()
+		for range res.Stream {
+		}
+		_ = res.Job.Wait()
+	}()
+	deadline := time.After(20 * time.Second)
+	var windows []types.Row
+	for len(windows) < 3 {
+		select {
+		case r, ok := <-res.Stream:
+			if !ok {
+				t.Fatalf("the query ended after %d windows", len(windows))
+			}
+			if r.Kind != types.Insert {
+				t.Fatalf("a window emitted %s", r)
+			}
+			windows = append(windows, r.Row)
+		case <-deadline:
+			t.Fatalf("%d windows in 20 s", len(windows))
+		}
+	}
+	// Windows are one second long and follow each other; the ids they
+	// counted are contiguous and the counts add up.
+	slices.SortFunc(windows, func(a, b types.Row) int { return cmp.Compare(millisOf(a[0]), millisOf(b[0])) })
+	for i, w := range windows {
+		start, end := millisOf(w[0]), millisOf(w[1])
+		n, lo, hi := w[2].(int64), w[3].(int64), w[4].(int64)
+		if end-start != 1000 || n != hi-lo+1 || n <= 0 {
+			t.Errorf("window %d: [%d, %d) counted %d rows, ids %d..%d", i, start, end, n, lo, hi)
+		}
+		if i > 0 && windows[i-1][4].(int64)+1 != lo {
+			t.Errorf("window %d starts at id %d, the one before ended at %d", i, lo, windows[i-1][4])
 		}
 	}
 }

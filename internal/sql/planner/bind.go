@@ -565,7 +565,7 @@ func (b *binder) windowTVF(w *parser.WindowTVF) (Plan, error) {
 		}
 		return int64(l.Value.(types.IntervalMillis)), nil
 	}
-	t := &WindowTVF{Input: in, Kind: string(w.Kind), TimeCol: tc}
+	t := &WindowTVF{Input: in, Kind: string(w.Kind), TimeCol: tc, Proctime: fs[tc].Type.TimeAttr == types.TimeAttrProctime}
 	if w.Kind == parser.Session {
 		return nil, errAt(w, "SESSION windows are not supported yet")
 	}

@@ -3,8 +3,10 @@ package planner
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/weirproject/weir/internal/sql/catalog"
+	"github.com/weirproject/weir/internal/sql/functions"
 	"github.com/weirproject/weir/internal/sql/parser"
 	"github.com/weirproject/weir/internal/sql/types"
 )
@@ -373,8 +375,21 @@ func mustCall(b *binder, name string, args ...Expr) Expr {
 	return e
 }
 
+// procTime is PROCTIME(): the processing time, a time attribute for
+// processing-time windows.
+var procTime = &functions.Scalar{
+	Name:   "PROCTIME",
+	Result: types.TimestampLTZType(3).NotNull().WithTimeAttr(types.TimeAttrProctime),
+	Eval: func(*functions.Context, []any) (any, error) {
+		return types.TimestampLTZ{Millis: time.Now().UnixMilli()}, nil
+	},
+}
+
 func (b *binder) funcCall(f *parser.FuncCall, sc *scope) (Expr, error) {
 	name := strings.ToUpper(f.Name[len(f.Name)-1])
+	if name == "PROCTIME" && len(f.Args) == 0 && f.Over == nil {
+		return &Call{Fn: procTime}, nil
+	}
 	if f.Over != nil {
 		return nil, errAt(f, "OVER windows are not supported yet")
 	}

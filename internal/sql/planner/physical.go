@@ -382,10 +382,14 @@ func (f *aggFunc) result(s *aggState) (types.Row, error) {
 func (f *aggFunc) ProcessElement(r types.Record, ctx *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
 	if f.window {
 		end, _ := millis(r.Row[f.p.Keys[f.p.Window.End]])
-		if end-1 <= ctx.CurrentWatermark() {
-			return nil // late: its window has fired
+		if f.p.Window.Proctime {
+			ctx.RegisterProcessingTimeTimer(end - 1)
+		} else {
+			if end-1 <= ctx.CurrentWatermark() {
+				return nil // late: its window has fired
+			}
+			ctx.RegisterEventTimeTimer(end - 1)
 		}
-		ctx.RegisterEventTimeTimer(end - 1)
 	}
 	s, existed, err := f.load()
 	if err != nil {

@@ -92,6 +92,8 @@ type WindowRef struct {
 	// Start and End are the positions of window_start and window_end
 	// among the aggregation's keys.
 	Start, End int
+	// Proctime windows fire by the clock.
+	Proctime bool
 }
 
 // WindowTVF is TUMBLE, HOP or CUMULATE: each input row is copied into every
@@ -103,7 +105,10 @@ type WindowTVF struct {
 	TimeCol int
 	// Size, Slide (HOP), Step (CUMULATE) and Offset in milliseconds.
 	Size, Slide, Step, Offset int64
-	fields                    []Field
+	// Proctime: the time column is processing time, so windows close by
+	// the clock, not by watermarks.
+	Proctime bool
+	fields   []Field
 }
 
 // Union is UNION ALL of inputs with the same columns (UNION is a

@@ -621,9 +621,22 @@ func (b *binder) aggregate(sel *parser.Select, in Plan, inScope *scope, calls []
 	ws := slices.IndexFunc(outFields, func(f Field) bool { return f.Name == "window_start" })
 	we := slices.IndexFunc(outFields, func(f Field) bool { return f.Name == "window_end" })
 	if ws >= 0 && we >= 0 && sets == nil && fromWindowTVF(in) {
-		a.Window = &WindowRef{Start: ws, End: we}
+		a.Window = &WindowRef{Start: ws, End: we, Proctime: windowTVFOf(in).Proctime}
 	}
 	return a, &scope{fields: outFields, agg: as}, nil
+}
+
+// windowTVFOf finds the window TVF below filters and projections.
+func windowTVFOf(p Plan) *WindowTVF {
+	switch p := p.(type) {
+	case *WindowTVF:
+		return p
+	case *Filter:
+		return windowTVFOf(p.Input)
+	case *Project:
+		return windowTVFOf(p.Input)
+	}
+	return nil
 }
 
 // fromWindowTVF reports whether a plan's rows come from a window TVF,
