@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,10 +110,10 @@ func millisOf(v any) int64 {
 func TestStreamingWindowAggregationsMatchBruteForce(t *testing.T) {
 	const n = 6000
 	events := genEvents(n)
-	for _, kind := range []string{"TUMBLE", "HOP", "CUMULATE"} {
+	for _, kind := range []string{"TUMBLE", "HOP", "CUMULATE", "legacy TUMBLE"} {
 		want := map[winKey]winAgg{}
 		for _, e := range events {
-			for _, w := range windowsOf(kind, e.ts) {
+			for _, w := range windowsOf(strings.TrimPrefix(kind, "legacy "), e.ts) {
 				a, ok := want[winKey{w[0], w[1], e.k}]
 				if !ok {
 					a.max = e.v
@@ -130,6 +131,10 @@ func TestStreamingWindowAggregationsMatchBruteForce(t *testing.T) {
 		}[kind]
 		q := fmt.Sprintf(`SELECT window_start, window_end, k, COUNT(*), SUM(v), MAX(v)
 			FROM TABLE(%s(TABLE ev, DESCRIPTOR(ts), %s)) GROUP BY window_start, window_end, k`, kind, args)
+		if kind == "legacy TUMBLE" {
+			q = `SELECT TUMBLE_START(ts, INTERVAL '10' SECOND), TUMBLE_END(ts, INTERVAL '10' SECOND), k, COUNT(*), SUM(v), MAX(v)
+				FROM ev GROUP BY TUMBLE(ts, INTERVAL '10' SECOND), k`
+		}
 		for _, p := range []int{1, 2, 4} {
 			tenv := newStreamingEnv(t, n, p)
 			res, err := tenv.ExecuteSQL(context.Background(), q)
@@ -417,6 +422,64 @@ func TestProcessingTimeWindows(t *testing.T) {
 		}
 		if i > 0 && windows[i-1][4].(int64)+1 != lo {
 			t.Errorf("window %d starts at id %d, the one before ended at %d", i, lo, windows[i-1][4])
+		}
+	}
+}
+
+// TestStreamingSessionWindowsMatchBruteForce: session windows, as a TVF
+// and in the legacy GROUP BY SESSION(...) form, at p = 1, 2, 4.
+func TestStreamingSessionWindowsMatchBruteForce(t *testing.T) {
+	const n = 4000
+	const gap = 1500
+	events := genEvents(n)
+	// A session is a key's run of events less than the gap apart:
+	// [first, last + gap).
+	byKey := map[string][]event{}
+	for _, e := range events {
+		byKey[e.k] = append(byKey[e.k], e)
+	}
+	want := map[string]int{}
+	for k, evs := range byKey {
+		slices.SortFunc(evs, func(a, b event) int { return cmp.Compare(a.ts, b.ts) })
+		start, last, cnt, sum := evs[0].ts, evs[0].ts, int64(0), int64(0)
+		for i, e := range evs {
+			if i > 0 && e.ts >= last+gap {
+				want[fmt.Sprint(k, start, last+gap, cnt, sum)]++
+				start, cnt, sum = e.ts, 0, 0
+			}
+			last = e.ts
+			cnt++
+			sum += e.v
+		}
+		want[fmt.Sprint(k, start, last+gap, cnt, sum)]++
+	}
+	if len(want) < 20 {
+		t.Fatalf("only %d sessions: the data do not exercise sessions", len(want))
+	}
+	queries := map[string]string{
+		"tvf": `SELECT k, window_start, window_end, COUNT(*), SUM(v)
+			FROM TABLE(SESSION(TABLE ev PARTITION BY k, DESCRIPTOR(ts), INTERVAL '1.5' SECOND))
+			GROUP BY k, window_start, window_end`,
+		"legacy": `SELECT k, SESSION_START(ts, INTERVAL '1.5' SECOND), SESSION_END(ts, INTERVAL '1.5' SECOND), COUNT(*), SUM(v)
+			FROM ev GROUP BY k, SESSION(ts, INTERVAL '1.5' SECOND)`,
+	}
+	for name, q := range queries {
+		for _, p := range []int{1, 2, 4} {
+			tenv := newStreamingEnv(t, n, p)
+			res, err := tenv.ExecuteSQL(context.Background(), q)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			got := map[string]int{}
+			for _, r := range res.Rows {
+				if r.Kind != types.Insert {
+					t.Fatalf("%s p=%d: a session window emitted %s", name, p, r)
+				}
+				got[fmt.Sprint(r.Row[0], millisOf(r.Row[1]), millisOf(r.Row[2]), r.Row[3], r.Row[4])]++
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("%s p=%d: %d sessions, want %d", name, p, len(got), len(want))
+			}
 		}
 	}
 }

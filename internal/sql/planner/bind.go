@@ -543,6 +543,12 @@ func (b *binder) windowTVF(w *parser.WindowTVF) (Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	return b.windowOver(w, in)
+}
+
+// windowOver applies a window TVF's windows to an input.
+func (b *binder) windowOver(w *parser.WindowTVF, in Plan) (*WindowTVF, error) {
+	var err error
 	fs := in.Fields()
 	tc := slices.IndexFunc(fs, func(f Field) bool { return f.Name == w.TimeCol })
 	if tc < 0 {
@@ -567,7 +573,16 @@ func (b *binder) windowTVF(w *parser.WindowTVF) (Plan, error) {
 	}
 	t := &WindowTVF{Input: in, Kind: string(w.Kind), TimeCol: tc, Proctime: fs[tc].Type.TimeAttr == types.TimeAttrProctime}
 	if w.Kind == parser.Session {
-		return nil, errAt(w, "SESSION windows are not supported yet")
+		if t.Proctime {
+			return nil, errAt(w, "SESSION windows over processing time are not supported yet")
+		}
+		if t.Gap, err = interval(w.Gap, "gap"); err != nil {
+			return nil, err
+		}
+		if t.Gap <= 0 {
+			return nil, errAt(w, "the session gap must be positive")
+		}
+		return b.windowFields(t, w.Alias, fs, tc), nil
 	}
 	if t.Size, err = interval(w.Size, "size"); err != nil {
 		return nil, err
@@ -589,9 +604,19 @@ func (b *binder) windowTVF(w *parser.WindowTVF) (Plan, error) {
 	case w.Kind == parser.Cumulate && (t.Step <= 0 || t.Size%t.Step != 0):
 		return nil, errAt(w, "CUMULATE: the max size (%d ms) must be a positive multiple of the step (%d ms)", t.Size, t.Step)
 	}
+	return b.windowFields(t, w.Alias, fs, tc), nil
+}
+
+// windowFields gives a window TVF its columns: the input's, then
+// window_start, window_end and window_time.
+func (b *binder) windowFields(t *WindowTVF, alias *parser.TableAlias, fs []Field, tc int) *WindowTVF {
 	ts := types.TimestampType(3).NotNull()
 	if fs[tc].Type.Kind == types.KindTimestampLTZ {
 		ts = types.TimestampLTZType(3).NotNull()
+	}
+	if t.Kind == "SESSION" {
+		// Empty until the session aggregation fills them in.
+		ts = ts.Nullable()
 	}
 	out := make([]Field, len(fs), len(fs)+3)
 	for i, f := range fs {
@@ -603,8 +628,8 @@ func (b *binder) windowTVF(w *parser.WindowTVF) (Plan, error) {
 		out[i].Type.TimeAttr = types.TimeAttrNone
 	}
 	table := ""
-	if w.Alias != nil {
-		table = w.Alias.Name
+	if alias != nil {
+		table = alias.Name
 	}
 	out = append(out, Field{Name: "window_start", Type: ts, Table: table}, Field{Name: "window_end", Type: ts, Table: table},
 		Field{Name: "window_time", Type: ts.WithTimeAttr(types.TimeAttrRowtime), Table: table})
@@ -614,7 +639,7 @@ func (b *binder) windowTVF(w *parser.WindowTVF) (Plan, error) {
 		}
 	}
 	t.fields = out
-	return t, nil
+	return t
 }
 
 // literal gives a parsed literal its value and type, as Flink types them:

@@ -230,6 +230,13 @@ func (t *Translator) windowTVF(p *WindowTVF) (*Rows, error) {
 	}
 	tc, kind, size, slide, step, offset := p.TimeCol, p.Kind, p.Size, p.Slide, p.Step, p.Offset
 	s := stream.Process(in, stream.ProcessFunc[types.Record, types.Record](func(r types.Record, _ *stream.Context, c stream.Collector[types.Record]) error {
+		if kind == "SESSION" {
+			// The aggregation above finds the sessions.
+			row := make(types.Row, len(r.Row), len(r.Row)+3)
+			copy(row, r.Row)
+			c.Collect(types.Record{Kind: r.Kind, Row: append(row, nil, nil, nil)})
+			return nil
+		}
 		ts, ok := millis(r.Row[tc])
 		if !ok {
 			return nil // a NULL time: in no window, as in Flink
@@ -529,6 +536,9 @@ func (t *Translator) aggregate(p *Aggregate) (*Rows, error) {
 	}
 	if len(p.Keys) == 0 && t.Batch {
 		return t.globalBatchAggregate(in, p)
+	}
+	if p.Window != nil && p.Window.Gap > 0 {
+		return t.sessionAggregate(in, p, inFields)
 	}
 	ks := stream.KeyBy(in, func(r types.Record) string { return keyOf(r.Row, keys, keyTypes) })
 	f := &aggFunc{p: plan, keys: keys, batch: t.Batch, retract: updating(p.Input, t.Batch), window: p.Window != nil, keyTypes: keyTypes}

@@ -94,6 +94,11 @@ type WindowRef struct {
 	Start, End int
 	// Proctime windows fire by the clock.
 	Proctime bool
+	// Session windows: the gap, the time column of the input, and the
+	// key position of window_time (-1 if not grouped by).
+	Gap          int64
+	TimeCol      int
+	WindowTimeAt int
 }
 
 // WindowTVF is TUMBLE, HOP or CUMULATE: each input row is copied into every
@@ -108,7 +113,10 @@ type WindowTVF struct {
 	// Proctime: the time column is processing time, so windows close by
 	// the clock, not by watermarks.
 	Proctime bool
-	fields   []Field
+	// Gap is a SESSION window's gap: its rows pass with the window
+	// columns empty, and the aggregation above finds the sessions.
+	Gap    int64
+	fields []Field
 }
 
 // Union is UNION ALL of inputs with the same columns (UNION is a

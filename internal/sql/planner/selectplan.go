@@ -530,7 +530,11 @@ func groupElements(gb []parser.Expr) ([]parser.Expr, [][]int, error) {
 // keys and the aggregates' arguments, then the Aggregate. It returns the
 // scope in which the select list, HAVING and ORDER BY resolve.
 func (b *binder) aggregate(sel *parser.Select, in Plan, inScope *scope, calls []*parser.FuncCall) (Plan, *scope, error) {
-	keyExprs, sets, err := groupElements(sel.GroupBy)
+	groupBy, aliases, in, inScope, err := b.groupWindow(sel.GroupBy, in, inScope)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyExprs, sets, err := groupElements(groupBy)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -614,6 +618,12 @@ func (b *binder) aggregate(sel *parser.Select, in Plan, inScope *scope, calls []
 		aggs = append(aggs, AggCall{Agg: agg, Args: args, Filter: filter, Name: aggName})
 		outFields = append(outFields, Field{Name: aggName, Type: agg.Result})
 	}
+	// TUMBLE_START(ts, size) and the like name the window's columns.
+	for text, col := range aliases {
+		if i := slices.IndexFunc(outFields, func(f Field) bool { return f.Name == col }); i >= 0 {
+			as.keys[text] = i
+		}
+	}
 	proj := &Project{Input: in, Exprs: pre, fields: preFields}
 	a := &Aggregate{Input: proj, Keys: keys, Aggs: aggs, Sets: sets, fields: outFields}
 	// GROUP BY window_start, window_end over a window TVF is a window
@@ -621,7 +631,30 @@ func (b *binder) aggregate(sel *parser.Select, in Plan, inScope *scope, calls []
 	ws := slices.IndexFunc(outFields, func(f Field) bool { return f.Name == "window_start" })
 	we := slices.IndexFunc(outFields, func(f Field) bool { return f.Name == "window_end" })
 	if ws >= 0 && we >= 0 && sets == nil && fromWindowTVF(in) {
-		a.Window = &WindowRef{Start: ws, End: we, Proctime: windowTVFOf(in).Proctime}
+		tvf := windowTVFOf(in)
+		a.Window = &WindowRef{Start: ws, End: we, Proctime: tvf.Proctime, WindowTimeAt: -1}
+		if tvf.Kind == "SESSION" {
+			a.Window.Gap = tvf.Gap
+			a.Window.WindowTimeAt = slices.IndexFunc(outFields, func(f Field) bool { return f.Name == "window_time" })
+			// The session's time column, as the aggregation's input
+			// (the projection below it) has it.
+			tc := -1
+			for i, e := range pre {
+				if r, ok := e.(*InputRef); ok && r.Index == tvf.TimeCol {
+					tc = i
+				}
+			}
+			if tc < 0 {
+				tc = len(pre)
+				tf := tvf.Input.Fields()[tvf.TimeCol]
+				pre = append(pre, &InputRef{Index: tvf.TimeCol, T: tf.Type, Name: tf.Name})
+				preFields = append(preFields, Field{Name: tf.Name, Type: tf.Type})
+				proj.Exprs, proj.fields = pre, preFields
+			}
+			a.Window.TimeCol = tc
+		}
+	} else if tvf := windowTVFOf(in); tvf != nil && tvf.Kind == "SESSION" {
+		return nil, nil, errAt(sel, "a SESSION window must be aggregated: GROUP BY window_start, window_end")
 	}
 	return a, &scope{fields: outFields, agg: as}, nil
 }
@@ -671,3 +704,56 @@ func (s *scope) resolveAggregated(e parser.Expr) (Expr, bool) {
 }
 
 var _ = functions.Context{}
+
+// groupWindow rewrites Flink's legacy group windows, GROUP BY ...,
+// TUMBLE(ts, size) | HOP(ts, slide, size) | SESSION(ts, gap), into the
+// window TVF over the input with window_start, window_end and window_time
+// as keys, and maps TUMBLE_START(...), TUMBLE_END(...), TUMBLE_ROWTIME(...)
+// (and HOP_, SESSION_) to them.
+func (b *binder) groupWindow(gb []parser.Expr, in Plan, sc *scope) ([]parser.Expr, map[string]string, Plan, *scope, error) {
+	for i, e := range gb {
+		f, ok := e.(*parser.FuncCall)
+		if !ok || len(f.Name) != 1 || f.Over != nil {
+			continue
+		}
+		kind := strings.ToUpper(f.Name[0])
+		want := map[string]int{"TUMBLE": 2, "HOP": 3, "SESSION": 2}[kind]
+		if want == 0 {
+			continue
+		}
+		if len(f.Args) != want {
+			return nil, nil, nil, nil, errAt(f, "%s in GROUP BY takes %d arguments", kind, want)
+		}
+		col, ok := f.Args[0].(*parser.Ident)
+		if !ok {
+			return nil, nil, nil, nil, errAt(f.Args[0], "the first argument of %s must be a time attribute column", kind)
+		}
+		w := &parser.WindowTVF{Kind: parser.WindowKind(kind), TimeCol: col.Parts[len(col.Parts)-1]}
+		switch kind {
+		case "TUMBLE":
+			w.Size = f.Args[1]
+		case "HOP":
+			w.Slide, w.Size = f.Args[1], f.Args[2]
+		case "SESSION":
+			w.Gap = f.Args[1]
+		}
+		tvf, err := b.windowOver(w, in)
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		out := slices.Clone(gb)
+		out = slices.Delete(out, i, i+1)
+		out = append(out, &parser.Ident{Parts: []string{"window_start"}}, &parser.Ident{Parts: []string{"window_end"}}, &parser.Ident{Parts: []string{"window_time"}})
+		args := make([]string, len(f.Args))
+		for j, a := range f.Args {
+			args[j] = parser.Format(a)
+		}
+		aliases := map[string]string{}
+		for suffix, c := range map[string]string{"_START": "window_start", "_END": "window_end", "_ROWTIME": "window_time"} {
+			call := &parser.FuncCall{Name: []string{kind + suffix}, Args: f.Args}
+			aliases[parser.Format(call)] = c
+		}
+		return out, aliases, tvf, &scope{fields: tvf.Fields()}, nil
+	}
+	return gb, nil, in, sc, nil
+}
