@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -479,6 +481,71 @@ func TestStreamingSessionWindowsMatchBruteForce(t *testing.T) {
 			}
 			if !maps.Equal(got, want) {
 				t.Errorf("%s p=%d: %d sessions, want %d", name, p, len(got), len(want))
+			}
+		}
+	}
+}
+
+// TestProcessingTimeTemporalJoin: each row joins the dimension table as it
+// is when the row arrives (FOR SYSTEM_TIME AS OF a processing-time
+// attribute), as Nexmark q13 does; rows of keys the table lacks are
+// dropped (INNER) or padded (LEFT).
+func TestProcessingTimeTemporalJoin(t *testing.T) {
+	dir := t.TempDir()
+	var dim strings.Builder
+	for k := range 10 {
+		if k == 3 {
+			continue // no row for key 3
+		}
+		fmt.Fprintf(&dim, "%d,name-%d\n", k, k)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "dim.csv"), []byte(dim.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const n = 6000
+	tenv := table.NewEnvironment()
+	for _, s := range []string{
+		"SET 'parallelism.default' = '2'",
+		fmt.Sprintf("CREATE TABLE dim (k BIGINT, name STRING) WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'csv')", dir),
+		fmt.Sprintf("CREATE TABLE src (id BIGINT, p AS PROCTIME()) WITH ('connector' = 'datagen', 'rows-per-second' = '5000', 'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '%d')", n-1),
+	} {
+		if _, err := tenv.ExecuteSQL(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, join := range []string{"JOIN", "LEFT JOIN"} {
+		res, err := tenv.ExecuteSQL(ctx, "SELECT s.id, d.k, d.name FROM src AS s "+join+" dim FOR SYSTEM_TIME AS OF s.p AS d ON MOD(s.id, 10) = d.k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[int64]bool{}
+		for _, r := range res.Rows {
+			if r.Kind != types.Insert {
+				t.Fatalf("%s: a temporal join emitted %s", join, r)
+			}
+			id := r.Row[0].(int64)
+			if seen[id] {
+				t.Fatalf("%s: id %d joined twice", join, id)
+			}
+			seen[id] = true
+			switch {
+			case r.Row[1] == nil:
+				if join == "JOIN" || id%10 != 3 && id >= 2500 {
+					t.Fatalf("%s: id %d unmatched", join, id)
+				}
+			case r.Row[1].(int64) != id%10 || r.Row[2].(string) != fmt.Sprintf("name-%d", id%10):
+				t.Fatalf("%s: id %d joined %v", join, id, r.Row)
+			}
+		}
+		// The dimension loads within the first half second (2,500 rows
+		// at 5,000 a second); every later row of a known key must join.
+		for id := int64(2500); id < n; id++ {
+			if id%10 != 3 && !seen[id] {
+				t.Fatalf("%s: id %d missing", join, id)
+			}
+			if join == "LEFT JOIN" && !seen[id] {
+				t.Fatalf("%s: id %d missing", join, id)
 			}
 		}
 	}

@@ -440,7 +440,31 @@ func (b *binder) join(j *parser.Join) (Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := b.from(j.Right)
+	// t FOR SYSTEM_TIME AS OF o.proctime: a processing-time temporal
+	// join, which joins each left row with the right table as it is when
+	// the row arrives.
+	right := j.Right
+	temporal := false
+	if tn, ok := right.(*parser.TableName); ok && tn.SystemTime != nil {
+		at, err := b.expr(tn.SystemTime, &scope{fields: l.Fields()})
+		if err != nil {
+			return nil, err
+		}
+		switch at.Type().TimeAttr {
+		case types.TimeAttrProctime:
+		case types.TimeAttrRowtime:
+			return nil, errAt(tn.SystemTime, "event-time temporal joins (FOR SYSTEM_TIME AS OF a rowtime) are not supported yet; use a processing-time attribute")
+		default:
+			return nil, errAt(tn.SystemTime, "FOR SYSTEM_TIME AS OF needs a time attribute of the left table, not %s", at.Type())
+		}
+		if j.Type != parser.InnerJoin && j.Type != parser.LeftJoin {
+			return nil, errAt(j, "a temporal join is INNER or LEFT, not %s", j.Type)
+		}
+		c := *tn
+		c.SystemTime = nil
+		right, temporal = &c, true
+	}
+	r, err := b.from(right)
 	if err != nil {
 		return nil, err
 	}
@@ -450,7 +474,7 @@ func (b *binder) join(j *parser.Join) (Plan, error) {
 	if typ == "," || typ == "CROSS" {
 		typ = "INNER"
 	}
-	jp := &Join{Left: l, Right: r, Type: typ}
+	jp := &Join{Left: l, Right: r, Type: typ, Temporal: temporal}
 	sc := &scope{fields: fields}
 	var cond Expr
 	switch {

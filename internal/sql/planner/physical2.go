@@ -92,6 +92,8 @@ type joinFunc struct {
 	// semi (SEMI or ANTI join): the output is the left rows that have a
 	// match (anti: none).
 	semi, anti bool
+	// temporal: a processing-time temporal join.
+	temporal bool
 	ctx        *Translator
 }
 
@@ -102,6 +104,29 @@ func (f *joinFunc) Open(ctx *stream.KeyedContext[string]) error {
 }
 
 func (f *joinFunc) ProcessElement1(r types.Record, ctx *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
+	if f.temporal {
+		rights, counts, err := f.rows(f.right, f.rTypes)
+		if err != nil {
+			return err
+		}
+		matched := false
+		for i, rr := range rights {
+			ok, err := f.matches(r.Row, rr)
+			if err != nil {
+				return err
+			}
+			if ok {
+				matched = true
+				for range counts[i] {
+					out.Collect(types.Record{Kind: r.Kind, Row: f.concat(r.Row, rr)})
+				}
+			}
+		}
+		if !matched && f.leftOuter {
+			out.Collect(types.Record{Kind: r.Kind, Row: f.concat(r.Row, make(types.Row, len(f.rTypes)))})
+		}
+		return nil
+	}
 	if f.semi {
 		return f.processSemi(r, true, ctx, out)
 	}
@@ -112,6 +137,20 @@ func (f *joinFunc) ProcessElement1(r types.Record, ctx *stream.KeyedContext[stri
 }
 
 func (f *joinFunc) ProcessElement2(r types.Record, ctx *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
+	if f.temporal {
+		// The right side only changes the table later left rows see.
+		key := string(types.AppendRow(nil, f.rTypes, r.Row))
+		n, _ := f.right.Get(key)
+		switch {
+		case r.Kind.IsAccumulate():
+			f.right.Put(key, n+1)
+		case n <= 1:
+			f.right.Remove(key)
+		default:
+			f.right.Put(key, n-1)
+		}
+		return nil
+	}
 	if f.semi {
 		return f.processSemi(r, false, ctx, out)
 	}
@@ -556,7 +595,7 @@ func (t *Translator) join(p *Join) (*Rows, error) {
 		}
 	}
 	f := &joinFunc{p: p, lTypes: lt, rTypes: rt, ctx: t, batch: t.Batch,
-		semi: p.Type == "SEMI" || p.Type == "ANTI", anti: p.Type == "ANTI",
+		semi: p.Type == "SEMI" || p.Type == "ANTI", anti: p.Type == "ANTI", temporal: p.Temporal && !t.Batch,
 		leftOuter: p.Type == "LEFT" || p.Type == "FULL", rightOut: p.Type == "RIGHT" || p.Type == "FULL"}
 	if p.Residual != nil {
 		f.residual = compile(p.Residual)

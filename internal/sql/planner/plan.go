@@ -133,7 +133,11 @@ type Join struct {
 	Type                string // INNER, LEFT, RIGHT, FULL
 	LeftKeys, RightKeys []int
 	Residual            Expr // nil: none
-	fields              []Field
+	// Temporal: a processing-time temporal join (FOR SYSTEM_TIME AS OF):
+	// a left row joins the right rows present when it arrives, and
+	// later changes of the right side change no result.
+	Temporal bool
+	fields   []Field
 }
 
 // Sort orders its input and keeps rows [Offset, Offset+Limit); Limit -1
@@ -311,6 +315,9 @@ func updating(p Plan, batch bool) bool {
 	case *Aggregate:
 		return p.Window == nil
 	case *Join:
+		if p.Temporal && !batch {
+			return updating(p.Left, batch)
+		}
 		return updating(p.Left, batch) || updating(p.Right, batch) || p.Type != "INNER" && p.Type != "SEMI"
 	case *Sort:
 		return updating(p.Input, batch) || p.Limit >= 0
