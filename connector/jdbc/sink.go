@@ -108,6 +108,10 @@ type Sink[T any] struct {
 	// sinkHash identifies SinkID in XA transaction IDs, which may be at
 	// most 64 bytes long.
 	sinkHash string
+	// isDelete, set by WithDeletes, says which records delete their key.
+	isDelete func(T) bool
+	delete   string // "DELETE FROM t WHERE (k) IN "
+	keyTuple string // "(?)"
 }
 
 var _ connector.Sink[int] = (*Sink[int])(nil)
@@ -174,6 +178,26 @@ func NewSink[T any](opts SinkOptions, row func(T) []any) (*Sink[T], error) {
 		h := sha256.Sum256([]byte(opts.SinkID))
 		s.sinkHash = hex.EncodeToString(h[:8])
 	}
+	return s, nil
+}
+
+// WithDeletes makes the sink delete the row of a record's key, instead of
+// upserting it, when isDelete says so: a changelog's deletions (Flink's
+// JDBC sink with a primary key does the same). It needs Key. Within a
+// batch only the latest change of a key counts, so a delete and an upsert
+// of one key never meet in one flush; the batch's deletes run after its
+// upserts, as one DELETE ... WHERE (key) IN (...).
+func (s *Sink[T]) WithDeletes(isDelete func(T) bool) (*Sink[T], error) {
+	if len(s.keyIdx) == 0 {
+		return nil, fmt.Errorf("jdbc: deletes into table %s need a key", s.opts.Table)
+	}
+	keys := make([]string, len(s.keyIdx))
+	for i, k := range s.keyIdx {
+		keys[i] = quoteIdent(s.opts.Columns[k])
+	}
+	s.isDelete = isDelete
+	s.delete = "DELETE FROM " + s.table + " WHERE (" + strings.Join(keys, ",") + ") IN ("
+	s.keyTuple = "(" + strings.TrimSuffix(strings.Repeat("?,", len(keys)), ",") + ")"
 	return s, nil
 }
 
@@ -273,6 +297,7 @@ func (s *Sink[T]) NewWriter(ctx context.Context, sc connector.SinkContext) (conn
 type row[T any] struct {
 	rec    T
 	values []any
+	del    bool // delete the key's row (WithDeletes)
 }
 
 // writer is the at-least-once writer, and the core of XAWriter: it
@@ -317,7 +342,11 @@ func (w *writer[T]) Write(v T, _ int64) error {
 	if len(w.batch) == 0 {
 		w.oldest = time.Now()
 	}
-	r := row[T]{rec: v, values: vals}
+	r := row[T]{rec: v, values: vals, del: w.s.isDelete != nil && w.s.isDelete(v)}
+	if r.del && nullKey(vals, w.s.keyIdx) {
+		// No row has a NULL key to delete: unique keys never match NULL.
+		return nil
+	}
 	if w.index != nil && !nullKey(vals, w.s.keyIdx) {
 		k := keyString(vals, w.s.keyIdx)
 		if i, ok := w.index[k]; ok {
@@ -402,21 +431,37 @@ func (w *writer[T]) flushLocked() error {
 	if err := w.ensureDB(); err != nil {
 		return err
 	}
-	query, args := w.statement()
-	var err error
-	if w.xa != nil {
-		err = w.xaExec(query, args)
-	} else {
-		err = retry(w.ctx, w.s.opts.MaxRetries, w.s.opts.RetryBackoff, func() error {
-			_, err := w.db.ExecContext(w.ctx, query, args...)
-			return err
-		})
-	}
-	if err != nil {
-		if re := recordError(w.s.opts.Table, w.s.opts.Columns, w.batch, err); re != nil {
-			return re
+	ups, dels := w.batch, []row[T](nil)
+	if w.s.isDelete != nil {
+		ups = make([]row[T], 0, len(w.batch))
+		for _, r := range w.batch {
+			if r.del {
+				dels = append(dels, r)
+			} else {
+				ups = append(ups, r)
+			}
 		}
-		return fmt.Errorf("jdbc: write %d rows to table %s: %w", len(w.batch), w.s.opts.Table, err)
+	}
+	for _, part := range [][]row[T]{ups, dels} {
+		if len(part) == 0 {
+			continue
+		}
+		query, args := w.statement(part)
+		var err error
+		if w.xa != nil {
+			err = w.xaExec(query, args)
+		} else {
+			err = retry(w.ctx, w.s.opts.MaxRetries, w.s.opts.RetryBackoff, func() error {
+				_, err := w.db.ExecContext(w.ctx, query, args...)
+				return err
+			})
+		}
+		if err != nil {
+			if re := recordError(w.s.opts.Table, w.s.opts.Columns, part, err); re != nil {
+				return re
+			}
+			return fmt.Errorf("jdbc: write %d rows to table %s: %w", len(part), w.s.opts.Table, err)
+		}
 	}
 	clear(w.batch)
 	w.batch = w.batch[:0]
@@ -424,12 +469,29 @@ func (w *writer[T]) flushLocked() error {
 	return nil
 }
 
-func (w *writer[T]) statement() (string, []any) {
+// statement is the INSERT of rows, or the DELETE of their keys when they
+// are deletions.
+func (w *writer[T]) statement(rows []row[T]) (string, []any) {
 	var b strings.Builder
-	b.Grow(len(w.s.insert) + len(w.batch)*(len(w.s.values)+1) + len(w.s.suffix))
+	if rows[0].del {
+		b.WriteString(w.s.delete)
+		args := make([]any, 0, len(rows)*len(w.s.keyIdx))
+		for i, r := range rows {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(w.s.keyTuple)
+			for _, k := range w.s.keyIdx {
+				args = append(args, r.values[k])
+			}
+		}
+		b.WriteByte(')')
+		return b.String(), args
+	}
+	b.Grow(len(w.s.insert) + len(rows)*(len(w.s.values)+1) + len(w.s.suffix))
 	b.WriteString(w.s.insert)
-	args := make([]any, 0, len(w.batch)*len(w.s.opts.Columns))
-	for i, r := range w.batch {
+	args := make([]any, 0, len(rows)*len(w.s.opts.Columns))
+	for i, r := range rows {
 		if i > 0 {
 			b.WriteByte(',')
 		}

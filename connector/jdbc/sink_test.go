@@ -297,3 +297,62 @@ func TestSinkOptionErrors(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestUpsertWithDeletes: a changelog of upserts and deletes, flushed in
+// batches of every size from 1 to 7, leaves the table equal to a map that
+// applied the same changes; keys are deleted across batches and within
+// one, and deleting a key that is not there changes nothing.
+func TestUpsertWithDeletes(t *testing.T) {
+	type change struct {
+		kv
+		del bool
+	}
+	var changes []change
+	for i := range 200 {
+		changes = append(changes, change{kv{fmt.Sprintf("k%d", i*7%13), int64(i)}, i%3 == 2})
+	}
+	for size := 1; size <= 7; size++ {
+		dsn, db := setup(t, "")
+		s, err := NewSink(SinkOptions{DSN: dsn, Table: "t", Columns: []string{"k", "v"}, Key: []string{"k"}, BatchSize: size, BatchInterval: -1},
+			func(c change) []any { return kvRow(c.kv) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.WithDeletes(func(c change) bool { return c.del }); err != nil {
+			t.Fatal(err)
+		}
+		w, err := s.NewWriter(context.Background(), connector.SinkContext{Parallelism: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		model := map[string]int64{}
+		for _, c := range changes {
+			if c.del {
+				delete(model, c.K)
+			} else {
+				model[c.K] = c.V
+			}
+			write(t, w, c)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		var want []string
+		for k, v := range model {
+			want = append(want, fmt.Sprintf("%s=%d", k, v))
+		}
+		expect(t, contents(t, db, ""), want...)
+	}
+	if _, err := mustSink(t, SinkOptions{DSN: "u@tcp(127.0.0.1:1)/d", Table: "t", Columns: []string{"k", "v"}}).WithDeletes(func(kv) bool { return false }); err == nil {
+		t.Fatal("deletes without a key were accepted")
+	}
+}
+
+func mustSink(t *testing.T, opts SinkOptions) *Sink[kv] {
+	s, err := NewSink(opts, kvRow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

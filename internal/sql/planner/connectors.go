@@ -98,9 +98,27 @@ var ErrUpdatesNotSupported = errors.New("doesn't support consuming update change
 
 var registry = struct {
 	sync.RWMutex
-	sources map[string]SourceFactory
-	sinks   map[string]SinkFactory
-}{sources: map[string]SourceFactory{}, sinks: map[string]SinkFactory{}}
+	sources   map[string]SourceFactory
+	sinks     map[string]SinkFactory
+	changelog map[string]bool
+}{sources: map[string]SourceFactory{}, sinks: map[string]SinkFactory{}, changelog: map[string]bool{}}
+
+// RegisterChangelogSource says that a connector's source produces updates
+// and deletes (upsert-kafka), so that the planner treats its scans as
+// updating: aggregations over them retract, and append-only sinks refuse
+// them.
+func RegisterChangelogSource(name string) {
+	registry.Lock()
+	defer registry.Unlock()
+	registry.changelog[name] = true
+}
+
+// changelogSource reports whether a table's source produces updates.
+func changelogSource(t *catalog.Table) bool {
+	registry.RLock()
+	defer registry.RUnlock()
+	return registry.changelog[t.Options["connector"]]
+}
 
 // RegisterSource makes a connector readable by its 'connector' name.
 func RegisterSource(name string, f SourceFactory) {

@@ -312,6 +312,8 @@ func updating(p Plan, batch bool) bool {
 		return false
 	}
 	switch p := p.(type) {
+	case *Scan:
+		return changelogSource(p.Table)
 	case *Aggregate:
 		return p.Window == nil
 	case *Join:
