@@ -94,7 +94,7 @@ type joinFunc struct {
 	semi, anti bool
 	// temporal: a processing-time temporal join.
 	temporal bool
-	ctx        *Translator
+	ctx      *Translator
 }
 
 func (f *joinFunc) Open(ctx *stream.KeyedContext[string]) error {
