@@ -480,7 +480,19 @@ func TestStreamingSessionWindowsMatchBruteForce(t *testing.T) {
 				got[fmt.Sprint(r.Row[0], millisOf(r.Row[1]), millisOf(r.Row[2]), r.Row[3], r.Row[4])]++
 			}
 			if !maps.Equal(got, want) {
-				t.Errorf("%s p=%d: %d sessions, want %d", name, p, len(got), len(want))
+				var diff []string
+				for k, n := range got {
+					if want[k] != n {
+						diff = append(diff, fmt.Sprintf("got %s x%d", k, n))
+					}
+				}
+				for k, n := range want {
+					if got[k] != n {
+						diff = append(diff, fmt.Sprintf("want %s x%d", k, n))
+					}
+				}
+				slices.Sort(diff)
+				t.Errorf("%s p=%d: %d sessions, want %d; differences: %v", name, p, len(got), len(want), diff)
 			}
 		}
 	}

@@ -47,7 +47,21 @@ func (c *Context) rng() *rand.Rand {
 	return globalRand
 }
 
-var globalRand = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x9e3779b97f4a7c15))
+// globalRand serves contexts without a Rand of their own. A rand.Rand is
+// not safe for concurrent use, and the parallel subtasks of a job share
+// this one, so its source takes a lock.
+var globalRand = rand.New(&lockedSource{src: rand.NewPCG(uint64(time.Now().UnixNano()), 0x9e3779b97f4a7c15)})
+
+type lockedSource struct {
+	mu  sync.Mutex
+	src *rand.PCG
+}
+
+func (s *lockedSource) Uint64() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.src.Uint64()
+}
 
 // EvalFunc evaluates a scalar function on argument values. It may
 // overwrite the elements of args (the caller's scratch slice).

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"cmp"
+	"math/rand/v2"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -171,33 +172,56 @@ func (t *Translator) calc(in *Rows, project []Expr, cond Expr, out []Field) *Row
 	for _, e := range project {
 		evals = append(evals, compile(e))
 	}
-	ctx := *t.Ctx
-	s := stream.Process(in, stream.ProcessFunc[types.Record, types.Record](func(r types.Record, _ *stream.Context, c stream.Collector[types.Record]) error {
-		if keep != nil {
-			v, err := keep(&ctx, r.Row)
-			if err != nil {
-				return rowError(err, r)
-			}
-			if v != true {
-				return nil
-			}
+	s := stream.Process[types.Record, types.Record](in, &calcFunc{keep: keep, evals: evals, base: t.Ctx}).Name("Calc")
+	return withCodec(s, out)
+}
+
+// calcFunc evaluates a Calc per row, with an evaluation context of its
+// subtask's own (functions may keep scratch space and random state in it).
+type calcFunc struct {
+	keep  evaluator
+	evals []evaluator
+	base  *functions.Context
+	ctx   *functions.Context
+}
+
+func (f *calcFunc) Open(*stream.Context) error {
+	f.ctx = subtaskContext(f.base)
+	return nil
+}
+
+// subtaskContext copies a statement's evaluation context for one subtask.
+func subtaskContext(base *functions.Context) *functions.Context {
+	c := *base
+	c.Scratch = nil
+	c.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	return &c
+}
+
+func (f *calcFunc) ProcessElement(r types.Record, _ *stream.Context, c stream.Collector[types.Record]) error {
+	if f.keep != nil {
+		v, err := f.keep(f.ctx, r.Row)
+		if err != nil {
+			return rowError(err, r)
 		}
-		if evals == nil {
-			c.Collect(r)
+		if v != true {
 			return nil
 		}
-		row := make(types.Row, len(evals))
-		for i, e := range evals {
-			v, err := e(&ctx, r.Row)
-			if err != nil {
-				return rowError(err, r)
-			}
-			row[i] = v
-		}
-		c.Collect(types.Record{Kind: r.Kind, Row: row})
+	}
+	if f.evals == nil {
+		c.Collect(r)
 		return nil
-	})).Name("Calc")
-	return withCodec(s, out)
+	}
+	row := make(types.Row, len(f.evals))
+	for i, e := range f.evals {
+		v, err := e(f.ctx, r.Row)
+		if err != nil {
+			return rowError(err, r)
+		}
+		row[i] = v
+	}
+	c.Collect(types.Record{Kind: r.Kind, Row: row})
+	return nil
 }
 
 func rowError(err error, r types.Record) error {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/weirproject/weir/internal/sql/functions"
 	"github.com/weirproject/weir/internal/sql/types"
 	"github.com/weirproject/weir/state"
 	"github.com/weirproject/weir/stream"
@@ -36,10 +37,11 @@ func (t *Translator) scan(p *Scan) (*Rows, error) {
 	}
 	rt := p.Rowtime
 	wm := compile(p.Watermark)
-	ctx := *t.Ctx
 	strategy := stream.ForGenerator(func() stream.WatermarkGenerator[types.Record] {
+		// One generator per subtask, with its own context.
+		ctx := subtaskContext(t.Ctx)
 		return &exprWatermarks{eval: func(r types.Record) (int64, bool) {
-			v, err := wm(&ctx, r.Row)
+			v, err := wm(ctx, r.Row)
 			if err != nil {
 				return 0, false
 			}
@@ -94,12 +96,14 @@ type joinFunc struct {
 	semi, anti bool
 	// temporal: a processing-time temporal join.
 	temporal bool
+	evalCtx  *functions.Context
 	ctx      *Translator
 }
 
 func (f *joinFunc) Open(ctx *stream.KeyedContext[string]) error {
 	f.left = state.Map[string, int64](ctx.State(), "left")
 	f.right = state.Map[string, int64](ctx.State(), "right")
+	f.evalCtx = subtaskContext(f.ctx.Ctx)
 	return nil
 }
 
@@ -419,7 +423,7 @@ func (f *joinFunc) matches(l, r types.Row) (bool, error) {
 	if f.residual == nil {
 		return true, nil
 	}
-	v, err := f.residual(f.ctx.Ctx, f.concat(l, r))
+	v, err := f.residual(f.evalCtx, f.concat(l, r))
 	return v == true, err
 }
 

@@ -28,11 +28,15 @@ type sessionFunc struct {
 	keyTypes []types.DataType
 	st       state.ValueState[[]byte]
 	args     []any
+	maxArgs  int
 	ltz      bool
 }
 
 func (f *sessionFunc) Open(ctx *stream.KeyedContext[string]) error {
 	f.st = state.Value[[]byte](ctx.State(), "sessions", nil)
+	// Each subtask has its own copy of the function (a shallow one):
+	// scratch space must be its own.
+	f.args = make([]any, f.maxArgs)
 	return nil
 }
 
@@ -224,7 +228,7 @@ func (t *Translator) sessionAggregate(in *Rows, p *Aggregate, inFields []Field) 
 	for _, a := range p.Aggs {
 		maxArgs = max(maxArgs, len(a.Args))
 	}
-	f := &sessionFunc{p: p, keys: keys, keyTypes: keyTypes, args: make([]any, maxArgs),
+	f := &sessionFunc{p: p, keys: keys, keyTypes: keyTypes, maxArgs: maxArgs,
 		ltz: inFields[w.TimeCol].Type.Kind == types.KindTimestampLTZ}
 	ks := stream.KeyBy(in, func(r types.Record) string { return keyOf(r.Row, routing, routingTypes) })
 	s := stream.KeyedProcess[string, types.Record, types.Record](ks, f).Name("SessionWindowAggregate").UID(t.nextUID("session"))
