@@ -2,13 +2,13 @@ package planner
 
 import (
 	"cmp"
-	"math/rand/v2"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 
