@@ -8,10 +8,11 @@ import (
 	"github.com/weirproject/weir/internal/sql/types"
 )
 
-// DataTypeOf turns a type as written into a logical type, with Flink's
-// defaults for omitted parameters (DECIMAL is DECIMAL(10, 0), CHAR is
-// CHAR(1), VARCHAR is VARCHAR(1), TIMESTAMP is TIMESTAMP(6), TIME is
-// TIME(0)).
+// DataTypeOf turns a type as written into a logical type, with Flink
+// SQL's defaults for omitted parameters (DECIMAL is DECIMAL(10, 0), CHAR
+// is CHAR(1), VARCHAR and VARBINARY have the maximum length, as
+// FlinkTypeSystem's default precision makes them in DDL and CAST,
+// TIMESTAMP is TIMESTAMP(6), TIME is TIME(0)).
 func DataTypeOf(tn *parser.TypeName) (types.DataType, error) {
 	t, err := dataTypeOf(tn)
 	if err != nil {
@@ -53,13 +54,13 @@ func dataTypeOf(tn *parser.TypeName) (types.DataType, error) {
 	case "CHAR":
 		return types.Char(p(0, 1)), nil
 	case "VARCHAR":
-		return types.VarChar(p(0, 1)), nil
+		return types.VarChar(p(0, types.MaxLength)), nil
 	case "STRING":
 		return types.String(), nil
 	case "BINARY":
 		return types.Binary(p(0, 1)), nil
 	case "VARBINARY":
-		return types.VarBinary(p(0, 1)), nil
+		return types.VarBinary(p(0, types.MaxLength)), nil
 	case "BYTES":
 		return types.Bytes(), nil
 	case "DATE":
