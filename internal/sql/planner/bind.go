@@ -492,27 +492,6 @@ func (b *binder) join(j *parser.Join) (Plan, error) {
 			jp.LeftKeys, jp.RightKeys = append(jp.LeftKeys, li), append(jp.RightKeys, ri)
 		}
 	}
-	if cond != nil {
-		var rest []Expr
-		for _, c := range conjuncts(cond) {
-			if call, ok := c.(*Call); ok && call.Fn.Name == "=" {
-				a, aok := call.Args[0].(*InputRef)
-				bb, bok := call.Args[1].(*InputRef)
-				if aok && bok {
-					if a.Index > bb.Index {
-						a, bb = bb, a
-					}
-					if a.Index < len(lf) && bb.Index >= len(lf) && a.T.Kind == bb.T.Kind {
-						jp.LeftKeys = append(jp.LeftKeys, a.Index)
-						jp.RightKeys = append(jp.RightKeys, bb.Index-len(lf))
-						continue
-					}
-				}
-			}
-			rest = append(rest, c)
-		}
-		jp.Residual = and(b.Funcs, rest)
-	}
 	for i := range fields {
 		switch typ {
 		case "LEFT":
@@ -530,7 +509,149 @@ func (b *binder) join(j *parser.Join) (Plan, error) {
 		fields[i].Type.TimeAttr = types.TimeAttrNone
 	}
 	jp.fields = fields
-	return jp, nil
+	if cond == nil {
+		return jp, nil
+	}
+	return absorb(jp, conjuncts(cond), b.Funcs), nil
+}
+
+// absorb adds conditions over a join's output to the join: an equality
+// between an expression of the left input and one of the right becomes a
+// key (an expression other than a column is computed by a projection of
+// its input); for an inner join, a condition on one input alone filters
+// that input first; the rest is the residual, checked per pair.
+func absorb(j *Join, conds []Expr, reg *functions.Registry) Plan {
+	lf, rf := j.Left.Fields(), j.Right.Fields()
+	nl := len(lf)
+	side := func(e Expr) int { // -1 left only, 1 right only, 0 both or none
+		set := map[int]bool{}
+		refs(e, set)
+		l, r := false, false
+		for i := range set {
+			if i < nl {
+				l = true
+			} else {
+				r = true
+			}
+		}
+		switch {
+		case l && !r:
+			return -1
+		case r && !l:
+			return 1
+		}
+		return 0
+	}
+	shift := map[int]int{}
+	for i := range nl + len(rf) {
+		shift[i] = i - nl
+	}
+	var leftExtra, rightExtra []Expr
+	var leftFilter, rightFilter, rest []Expr
+	for _, c := range conds {
+		if call, ok := c.(*Call); ok && call.Fn.Name == "=" && len(call.Args) == 2 {
+			a, bb := call.Args[0], call.Args[1]
+			if side(a) == 1 && side(bb) == -1 {
+				a, bb = bb, a
+			}
+			if side(a) == -1 && side(bb) == 1 && types.Comparable(a.Type(), bb.Type()) {
+				li := -1
+				if r, ok := a.(*InputRef); ok {
+					li = r.Index
+				} else {
+					li = nl + len(leftExtra)
+					leftExtra = append(leftExtra, a)
+				}
+				rb := remap(bb, shift)
+				ri := -1
+				if r, ok := rb.(*InputRef); ok {
+					ri = r.Index
+				} else {
+					ri = len(rf) + len(rightExtra)
+					rightExtra = append(rightExtra, rb)
+				}
+				j.LeftKeys, j.RightKeys = append(j.LeftKeys, li), append(j.RightKeys, ri)
+				continue
+			}
+		}
+		if j.Type == "INNER" && !j.Temporal {
+			switch side(c) {
+			case -1:
+				leftFilter = append(leftFilter, c)
+				continue
+			case 1:
+				rightFilter = append(rightFilter, remap(c, shift))
+				continue
+			}
+		}
+		rest = append(rest, c)
+	}
+	if len(leftFilter) > 0 {
+		j.Left = &Filter{Input: j.Left, Cond: and(reg, leftFilter)}
+	}
+	if len(rightFilter) > 0 {
+		j.Right = &Filter{Input: j.Right, Cond: and(reg, rightFilter)}
+	}
+	if len(leftExtra) == 0 && len(rightExtra) == 0 {
+		j.Residual = and(reg, append(conjunctsOf(j.Residual), rest...))
+		return j
+	}
+	extend := func(in Plan, extra []Expr) Plan {
+		fs := in.Fields()
+		exprs := make([]Expr, len(fs), len(fs)+len(extra))
+		out := slices.Clone(fs)
+		for i, f := range fs {
+			exprs[i] = &InputRef{Index: i, T: f.Type, Name: f.Name}
+		}
+		for i, e := range extra {
+			exprs = append(exprs, e)
+			out = append(out, Field{Name: "$jk" + strconv.Itoa(i), Type: e.Type()})
+		}
+		return &Project{Input: in, Exprs: exprs, fields: out}
+	}
+	if len(leftExtra) > 0 {
+		j.Left = extend(j.Left, leftExtra)
+	}
+	if len(rightExtra) > 0 {
+		j.Right = extend(j.Right, rightExtra)
+	}
+	// The join's columns: the extended inputs'; the residual reads the
+	// right input's columns after the left's extra ones.
+	orig := j.fields
+	moved := map[int]int{}
+	for i := range nl + len(rf) {
+		if i < nl {
+			moved[i] = i
+		} else {
+			moved[i] = i + len(leftExtra)
+		}
+	}
+	var res []Expr
+	for _, e := range append(conjunctsOf(j.Residual), rest...) {
+		res = append(res, remap(e, moved))
+	}
+	j.Residual = and(reg, res)
+	jf := slices.Clone(orig[:nl])
+	for _, e := range leftExtra {
+		jf = append(jf, Field{Name: "$jk", Type: e.Type()})
+	}
+	jf = append(jf, orig[nl:]...)
+	for _, e := range rightExtra {
+		jf = append(jf, Field{Name: "$jk", Type: e.Type()})
+	}
+	j.fields = jf
+	keep := make([]Expr, len(orig))
+	for i, f := range orig {
+		keep[i] = &InputRef{Index: moved[i], T: jf[moved[i]].Type, Name: f.Name}
+	}
+	return &Project{Input: j, Exprs: keep, fields: orig}
+}
+
+func conjunctsOf(e Expr) []Expr {
+	if e == nil {
+		return nil
+	}
+	return conjuncts(e)
 }
 
 func conjuncts(e Expr) []Expr {

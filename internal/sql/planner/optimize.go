@@ -76,6 +76,13 @@ func pushFilters(p Plan) Plan {
 		case *Scan:
 			in.Filters = append(in.Filters, x.Cond)
 			return in
+		case *Join:
+			// WHERE over an inner join (FROM a, b WHERE a.k = b.k):
+			// equalities become keys, one-sided conditions filter the
+			// inputs.
+			if in.Type == "INNER" && !in.Temporal {
+				return pushFilters(absorb(in, conjuncts(x.Cond), functions.Builtins()))
+			}
 		}
 		return x
 	}

@@ -257,7 +257,8 @@ func (b *binder) over(sel *parser.Select, in Plan, sc *scope, calls []*parser.Fu
 		out := slices.Clone(p.Fields())
 		for i := range g.calls {
 			c := &g.calls[i]
-			c.Name = "w" + strconv.Itoa(len(out)) + "$"
+			// Hidden from *: the select list names the call's column.
+			c.Name = "$w" + strconv.Itoa(len(out))
 			var t types.DataType
 			if c.Rank != "" {
 				t = types.BigInt().NotNull()

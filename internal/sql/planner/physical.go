@@ -415,6 +415,10 @@ func (f *aggFunc) ProcessElement(r types.Record, ctx *stream.KeyedContext[string
 		end, _ := millis(r.Row[f.p.Keys[f.p.Window.End]])
 		if f.p.Window.Proctime {
 			ctx.RegisterProcessingTimeTimer(end - 1)
+			// A bounded input ends before the clock reaches the last
+			// windows: the end of the input (the final watermark)
+			// closes them.
+			ctx.RegisterEventTimeTimer(math.MaxInt64)
 		} else {
 			if end-1 <= ctx.CurrentWatermark() {
 				return nil // late: its window has fired

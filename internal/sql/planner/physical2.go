@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"strings"
 	"fmt"
 	"math"
 
@@ -96,7 +97,11 @@ type joinFunc struct {
 	semi, anti bool
 	// temporal: a processing-time temporal join.
 	temporal bool
-	evalCtx  *functions.Context
+	// waitRight: the right side of a temporal join is bounded, and left
+	// rows wait until it is loaded.
+	waitRight bool
+	waiting   state.ListState[[]byte] // encoded left records
+	evalCtx   *functions.Context
 	ctx      *Translator
 }
 
@@ -104,10 +109,21 @@ func (f *joinFunc) Open(ctx *stream.KeyedContext[string]) error {
 	f.left = state.Map[string, int64](ctx.State(), "left")
 	f.right = state.Map[string, int64](ctx.State(), "right")
 	f.evalCtx = subtaskContext(f.ctx.Ctx)
+	if f.waitRight {
+		f.waiting = state.List[[]byte](ctx.State(), "waiting")
+	}
 	return nil
 }
 
 func (f *joinFunc) ProcessElement1(r types.Record, ctx *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
+	if f.temporal && f.waitRight && ctx.CurrentWatermark() == math.MinInt64 {
+		// The bounded right table is still loading (its end moves the
+		// watermark): hold the row until it has, so that every row sees
+		// the whole table, as a lookup would.
+		f.waiting.Add(types.AppendRecord(nil, f.lTypes, r))
+		ctx.RegisterEventTimeTimer(math.MinInt64 + 1)
+		return nil
+	}
 	if f.temporal {
 		rights, counts, err := f.rows(f.right, f.rTypes)
 		if err != nil {
@@ -338,7 +354,21 @@ func (f *joinFunc) processSemi(r types.Record, fromLeft bool, ctx *stream.KeyedC
 // OnTimer ends a batch join's key: the rows of an outer side that matched
 // nothing are emitted padded with NULLs; a semi or anti join emits the
 // left rows that (do not) match.
-func (f *joinFunc) OnTimer(_ int64, _ *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
+func (f *joinFunc) OnTimer(ts int64, ctx *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
+	if f.temporal && ts == math.MinInt64+1 {
+		rows := f.waiting.Get()
+		f.waiting.Clear()
+		for _, b := range rows {
+			r, _, err := types.DecodeRecord(f.lTypes, b)
+			if err != nil {
+				return fmt.Errorf("temporal join: %w", err)
+			}
+			if err := f.ProcessElement1(r, ctx, out); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if f.semi {
 		lefts, lcounts, err := f.rows(f.left, f.lTypes)
 		if err != nil {
@@ -600,6 +630,7 @@ func (t *Translator) join(p *Join) (*Rows, error) {
 	}
 	f := &joinFunc{p: p, lTypes: lt, rTypes: rt, ctx: t, batch: t.Batch,
 		semi: p.Type == "SEMI" || p.Type == "ANTI", anti: p.Type == "ANTI", temporal: p.Temporal && !t.Batch,
+		waitRight: p.Temporal && !t.Batch && bounded(p.Right),
 		leftOuter: p.Type == "LEFT" || p.Type == "FULL", rightOut: p.Type == "RIGHT" || p.Type == "FULL"}
 	if p.Residual != nil {
 		f.residual = compile(p.Residual)
@@ -649,4 +680,27 @@ func (t *Translator) replicate(p *Replicate) (*Rows, error) {
 		return nil
 	})).Name("Replicate")
 	return withCodec(s, p.fields), nil
+}
+
+// bounded reports a plan whose sources all end (files read once, JDBC
+// scans, datagen with a number of rows).
+func bounded(p Plan) bool {
+	if s, ok := p.(*Scan); ok {
+		o := s.Table.Options
+		switch o["connector"] {
+		case "filesystem":
+			return o["source.monitor-interval"] == ""
+		case "jdbc":
+			return true
+		case "datagen":
+			return o["number-of-rows"] != "" || strings.Contains(fmt.Sprint(o), ".kind:sequence")
+		}
+		return false
+	}
+	for _, in := range p.Inputs() {
+		if !bounded(in) {
+			return false
+		}
+	}
+	return len(p.Inputs()) > 0
 }
