@@ -1,9 +1,9 @@
 package planner
 
 import (
-	"strings"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/weirproject/weir/internal/sql/functions"
 	"github.com/weirproject/weir/internal/sql/types"
@@ -102,7 +102,7 @@ type joinFunc struct {
 	waitRight bool
 	waiting   state.ListState[[]byte] // encoded left records
 	evalCtx   *functions.Context
-	ctx      *Translator
+	ctx       *Translator
 }
 
 func (f *joinFunc) Open(ctx *stream.KeyedContext[string]) error {
