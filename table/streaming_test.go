@@ -562,3 +562,41 @@ func TestProcessingTimeTemporalJoin(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamingIntervalJoinMatchesBruteForce: a join of two streams whose
+// times must lie within an interval of each other (an interval join),
+// against brute force, at p = 1, 2, 4.
+func TestStreamingIntervalJoinMatchesBruteForce(t *testing.T) {
+	const n = 1500
+	events := genEvents(n)
+	want := map[string]int{}
+	for i, a := range events {
+		if i%3 != 0 {
+			continue
+		}
+		for j, b := range events {
+			if j%3 != 1 || a.k != b.k {
+				continue
+			}
+			if b.ts >= a.ts-2000 && b.ts <= a.ts+4000 {
+				want[fmt.Sprint(types.Row{int64(i), int64(j)})]++
+			}
+		}
+	}
+	if len(want) < 100 {
+		t.Fatalf("only %d pairs: the data do not exercise the join", len(want))
+	}
+	for _, p := range []int{1, 2, 4} {
+		tenv := newStreamingEnv(t, n, p)
+		res, err := tenv.ExecuteSQL(context.Background(), `SELECT a.id, b.id
+			FROM ev a JOIN ev b ON a.k = b.k
+			WHERE MOD(a.id, 3) = 0 AND MOD(b.id, 3) = 1
+			AND b.ts BETWEEN a.ts - INTERVAL '2' SECOND AND a.ts + INTERVAL '4' SECOND`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := applyChangelog(t, res.Rows); !maps.Equal(got, want) {
+			t.Errorf("p=%d: %d pairs, want %d", p, len(got), len(want))
+		}
+	}
+}

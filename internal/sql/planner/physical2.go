@@ -101,6 +101,8 @@ type joinFunc struct {
 	// rows wait until it is loaded.
 	waitRight bool
 	waiting   state.ListState[[]byte] // encoded left records
+	// interval: an interval join, whose state expires by the watermark.
+	interval *intervalBounds
 	evalCtx   *functions.Context
 	ctx       *Translator
 }
@@ -153,7 +155,25 @@ func (f *joinFunc) ProcessElement1(r types.Record, ctx *stream.KeyedContext[stri
 	if f.batch {
 		return f.processBatch(r, true, ctx, out)
 	}
+	f.expireLater(r.Row, true, ctx)
 	return f.process(r, true, out)
+}
+
+// expireLater sets the timer at which an interval join's row can go.
+func (f *joinFunc) expireLater(row types.Row, left bool, ctx *stream.KeyedContext[string]) {
+	iv := f.interval
+	if iv == nil {
+		return
+	}
+	if left {
+		if t, ok := millis(row[iv.leftCol]); ok {
+			ctx.RegisterEventTimeTimer(t + iv.upper)
+		}
+		return
+	}
+	if t, ok := millis(row[iv.rightCol]); ok {
+		ctx.RegisterEventTimeTimer(t - iv.lower)
+	}
 }
 
 func (f *joinFunc) ProcessElement2(r types.Record, ctx *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
@@ -177,6 +197,7 @@ func (f *joinFunc) ProcessElement2(r types.Record, ctx *stream.KeyedContext[stri
 	if f.batch {
 		return f.processBatch(r, false, ctx, out)
 	}
+	f.expireLater(r.Row, false, ctx)
 	return f.process(r, false, out)
 }
 
@@ -368,6 +389,9 @@ func (f *joinFunc) OnTimer(ts int64, ctx *stream.KeyedContext[string], out strea
 			}
 		}
 		return nil
+	}
+	if f.interval != nil {
+		return f.expire(ctx.CurrentWatermark())
 	}
 	if f.semi {
 		lefts, lcounts, err := f.rows(f.left, f.lTypes)
@@ -631,6 +655,7 @@ func (t *Translator) join(p *Join) (*Rows, error) {
 	f := &joinFunc{p: p, lTypes: lt, rTypes: rt, ctx: t, batch: t.Batch,
 		semi: p.Type == "SEMI" || p.Type == "ANTI", anti: p.Type == "ANTI", temporal: p.Temporal && !t.Batch,
 		waitRight: p.Temporal && !t.Batch && bounded(p.Right),
+		interval:  map[bool]*intervalBounds{false: intervalOf(p)}[t.Batch],
 		leftOuter: p.Type == "LEFT" || p.Type == "FULL", rightOut: p.Type == "RIGHT" || p.Type == "FULL"}
 	if p.Residual != nil {
 		f.residual = compile(p.Residual)
@@ -703,4 +728,134 @@ func bounded(p Plan) bool {
 		}
 	}
 	return len(p.Inputs()) > 0
+}
+
+// intervalBounds says that a join's rows match only when the right row's
+// time minus the left row's lies in [Lower, Upper] (ms): an interval join,
+// whose rows can be dropped from state once the watermark has passed the
+// last time a future row could match them.
+type intervalBounds struct {
+	leftCol, rightCol int // time columns in the left and right inputs
+	lower, upper      int64
+}
+
+// timeOffset reads `col`, `col + INTERVAL` or `col - INTERVAL`.
+func timeOffset(e Expr) (int, int64, bool) {
+	switch x := e.(type) {
+	case *InputRef:
+		return x.Index, 0, true
+	case *CastExpr:
+		return timeOffset(x.Expr)
+	case *Call:
+		if len(x.Args) != 2 || x.Fn.Name != "+" && x.Fn.Name != "-" {
+			return 0, 0, false
+		}
+		i, off, ok := timeOffset(x.Args[0])
+		l, lok := x.Args[1].(*Literal)
+		if !ok || !lok {
+			return 0, 0, false
+		}
+		ms, ok := l.Value.(types.IntervalMillis)
+		if !ok {
+			return 0, 0, false
+		}
+		if x.Fn.Name == "-" {
+			ms = -ms
+		}
+		return i, off + int64(ms), true
+	}
+	return 0, 0, false
+}
+
+// intervalOf finds the time bounds of an inner join's residual between an
+// event-time attribute of each input.
+func intervalOf(p *Join) *intervalBounds {
+	if p.Type != "INNER" || p.Temporal || p.Residual == nil {
+		return nil
+	}
+	lf, rf := p.Left.Fields(), p.Right.Fields()
+	nl := len(lf)
+	isTime := func(i int) bool {
+		if i < nl {
+			return lf[i].Type.TimeAttr == types.TimeAttrRowtime
+		}
+		return i-nl < len(rf) && rf[i-nl].Type.TimeAttr == types.TimeAttrRowtime
+	}
+	b := &intervalBounds{leftCol: -1, rightCol: -1, lower: math.MinInt64, upper: math.MaxInt64}
+	// bound records a >= b (ge) or a <= b between a time of each side:
+	// a = ia + oa, b = ib + ob.
+	bound := func(ia int, oa int64, ib int, ob int64, ge bool) {
+		if !isTime(ia) || !isTime(ib) || (ia < nl) == (ib < nl) {
+			return
+		}
+		// Normalize to r - l compared with a constant.
+		r, l, or, ol := ia, ib, oa, ob
+		if ia < nl {
+			r, l, or, ol = ib, ia, ob, oa
+			ge = !ge
+		}
+		if b.leftCol >= 0 && (b.leftCol != l || b.rightCol != r-nl) {
+			return
+		}
+		b.leftCol, b.rightCol = l, r-nl
+		// r + or >= l + ol  <=>  r - l >= ol - or
+		if ge {
+			b.lower = max(b.lower, ol-or)
+		} else {
+			b.upper = min(b.upper, ol-or)
+		}
+	}
+	for _, c := range conjuncts(p.Residual) {
+		call, ok := c.(*Call)
+		if !ok {
+			continue
+		}
+		switch call.Fn.Name {
+		case ">=", ">", "<=", "<":
+			ia, oa, ok1 := timeOffset(call.Args[0])
+			ib, ob, ok2 := timeOffset(call.Args[1])
+			if ok1 && ok2 {
+				bound(ia, oa, ib, ob, call.Fn.Name[0] == '>')
+			}
+		case "BETWEEN":
+			ix, ox, ok1 := timeOffset(call.Args[0])
+			il, ol, ok2 := timeOffset(call.Args[1])
+			ih, oh, ok3 := timeOffset(call.Args[2])
+			if ok1 && ok2 && ok3 {
+				bound(ix, ox, il, ol, true)
+				bound(ix, ox, ih, oh, false)
+			}
+		}
+	}
+	if b.leftCol < 0 || b.lower == math.MinInt64 || b.upper == math.MaxInt64 {
+		return nil
+	}
+	return b
+}
+
+// expire drops the rows that no future row can match any more.
+func (f *joinFunc) expire(wm int64) error {
+	iv := f.interval
+	drop := func(st state.MapState[string, int64], ts []types.DataType, col int, last func(t int64) int64) error {
+		var gone []string
+		var err error
+		st.Range(func(k string, _ int64) bool {
+			var row types.Row
+			if row, _, err = types.DecodeRow(ts, []byte(k)); err != nil {
+				return false
+			}
+			if t, ok := millis(row[col]); ok && last(t) <= wm {
+				gone = append(gone, k)
+			}
+			return true
+		})
+		for _, k := range gone {
+			st.Remove(k)
+		}
+		return err
+	}
+	if err := drop(f.left, f.lTypes, iv.leftCol, func(t int64) int64 { return t + iv.upper }); err != nil {
+		return err
+	}
+	return drop(f.right, f.rTypes, iv.rightCol, func(t int64) int64 { return t - iv.lower })
 }
