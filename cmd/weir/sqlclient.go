@@ -177,7 +177,7 @@ func runSQLClient(ctx context.Context, tenv *table.Environment, in, out *os.File
 		for _, s := range stmts {
 			// History keeps a statement on one line, so that recalling it
 			// brings back all of it.
-			_ = rl.SaveHistory(strings.Join(strings.Fields(s), " "))
+			_ = rl.SaveHistory(oneLine(s))
 			if quit = c.runStatement(s); quit {
 				break
 			}

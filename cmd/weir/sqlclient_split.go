@@ -130,3 +130,62 @@ func inStatementSet(words []string) bool {
 	}
 	return is("EXECUTE", "STATEMENT", "SET", "BEGIN") || is("BEGIN", "STATEMENT", "SET")
 }
+
+// oneLine puts a statement on one line for the history file, which holds
+// a line an entry: runs of space outside quotes become one space and
+// line comments go (joined to the next line they would swallow it).
+func oneLine(stmt string) string {
+	var b strings.Builder
+	space := false
+	for i := 0; i < len(stmt); {
+		c := stmt[i]
+		switch {
+		case c == '-' && strings.HasPrefix(stmt[i:], "--"):
+			nl := strings.IndexByte(stmt[i:], '\n')
+			if nl < 0 {
+				i = len(stmt)
+			} else {
+				i += nl
+			}
+			space = true
+			continue
+		case c == '\'' || c == '`' || c == '"':
+			end, ok := closingQuote(stmt, i)
+			if !ok {
+				end = len(stmt)
+			}
+			if space && b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			space = false
+			b.WriteString(stmt[i:end])
+			i = end
+			continue
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			space = true
+			i++
+			continue
+		case c == '/' && strings.HasPrefix(stmt[i:], "/*"):
+			end := strings.Index(stmt[i+2:], "*/")
+			if end < 0 {
+				end = len(stmt)
+			} else {
+				end += i + 4
+			}
+			if space && b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			space = false
+			b.WriteString(strings.Join(strings.Fields(stmt[i:end]), " "))
+			i = end
+			continue
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		b.WriteByte(c)
+		i++
+	}
+	return b.String()
+}

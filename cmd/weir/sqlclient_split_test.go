@@ -97,3 +97,26 @@ EXPLAIN SELECT * FROM t;
 		}
 	}
 }
+
+func TestOneLine(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"SELECT a,\n  b -- the b; column\nFROM t;", "SELECT a, b FROM t;"},
+		{"SELECT 'a  --  b',\n\t`x  y` FROM t;", "SELECT 'a  --  b', `x  y` FROM t;"},
+		{"SELECT /* two\n lines */ 1;", "SELECT /* two lines */ 1;"},
+		{"  SELECT 1;  ", "SELECT 1;"},
+	} {
+		got := oneLine(tc.in)
+		if got != tc.want {
+			t.Errorf("oneLine(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		// On one line it is still the same statement.
+		a, err1 := parser.ParseStatement(tc.in)
+		b, err2 := parser.ParseStatement(got)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("%q: %v; %q: %v", tc.in, err1, got, err2)
+		}
+		if !parser.Equal(a, b) {
+			t.Errorf("oneLine(%q) = %q parses differently", tc.in, got)
+		}
+	}
+}

@@ -234,6 +234,10 @@ func (c *sqlClient) draw(v *resultView) {
 		}
 	} else {
 		log := v.log[max(len(v.log)-v.limit, 0):]
+		if v.follow {
+			// Following, the view shows the latest changes, as a tail.
+			first = max(len(log)-per, 0)
+		}
 		records = append(records, log[min(first, len(log)):min(first+per, len(log))]...)
 	}
 	total, changes, updated, ended, qerr := v.total(), v.changes, v.updated, v.ended, v.err
