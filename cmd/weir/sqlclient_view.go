@@ -48,6 +48,9 @@ type resultView struct {
 	follow  bool // showing the last page
 	refresh int  // index in refreshIntervals
 	per     int  // rows a page holds on the screen, as last drawn
+	// version counts what changes the screen; a refresh with nothing new
+	// draws nothing.
+	version int
 }
 
 // view shows a running query in the table or changelog mode until Q or
@@ -77,6 +80,7 @@ func (c *sqlClient) view(res *table.Result, mode string) error {
 		}
 		err := res.Job.Wait()
 		v.mu.Lock()
+		v.version++
 		v.ended = true
 		if err != nil && !errors.Is(err, context.Canceled) {
 			v.err = err
@@ -100,6 +104,7 @@ func (c *sqlClient) view(res *table.Result, mode string) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	keys := c.kb.takePending()
+	drawn := screenState{version: -1}
 	for {
 		if len(keys) > 0 {
 			if v.keys(keys) {
@@ -107,7 +112,7 @@ func (c *sqlClient) view(res *table.Result, mode string) error {
 			}
 			keys = nil
 		}
-		c.draw(v)
+		drawn = c.draw(v, drawn)
 		v.mu.Lock()
 		every := refreshIntervals[v.refresh]
 		v.mu.Unlock()
@@ -135,6 +140,7 @@ func (c *sqlClient) view(res *table.Result, mode string) error {
 }
 
 func (v *resultView) apply(r types.Record) {
+	v.version++
 	v.changes++
 	v.updated = time.Now()
 	if v.mat != nil {
@@ -151,6 +157,7 @@ func (v *resultView) apply(r types.Record) {
 func (v *resultView) keys(b []byte) (quit bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.version++
 	for i := 0; i < len(b); i++ {
 		switch b[i] {
 		case 'q', 'Q', 3: // 3 is Ctrl-C, in raw mode
@@ -211,9 +218,13 @@ func (v *resultView) prevPage() {
 	v.page = max(v.page-1, 0)
 }
 
-// draw paints the whole screen: a title, the status line, the column
-// header, a page of rows and the keys.
-func (c *sqlClient) draw(v *resultView) {
+// screenState is what the screen shows: the view's version on a screen
+// of a size.
+type screenState struct{ version, width, height int }
+
+// draw paints the whole screen, unless it shows this already: a title, the
+// status line, the column header, a page of rows and the keys.
+func (c *sqlClient) draw(v *resultView, last screenState) screenState {
 	width, height, err := readline.GetSize(c.outFd)
 	if err != nil || width <= 0 || height <= 0 {
 		width, height = 80, 24
@@ -221,6 +232,11 @@ func (c *sqlClient) draw(v *resultView) {
 	per := max(height-6, 1)
 
 	v.mu.Lock()
+	now := screenState{v.version, width, height}
+	if now == last {
+		v.mu.Unlock()
+		return now
+	}
 	v.per = per
 	pages := v.pages(per)
 	if v.follow || v.page >= pages-1 {
@@ -301,6 +317,7 @@ func (c *sqlClient) draw(v *resultView) {
 	b.WriteString(cut(" Q Quit   + Inc Refresh   - Dec Refresh   N Next Page   P Prev Page   L Last Page", width))
 	b.WriteString("\x1b[K")
 	fmt.Fprint(c.out, b.String())
+	return now
 }
 
 // row lays out one line of the table, with the op column in the
