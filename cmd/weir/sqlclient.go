@@ -107,6 +107,13 @@ func runSQLClient(ctx context.Context, tenv *table.Environment, in, out *os.File
 	// is Ctrl-C cancelling a query, not the session: jobs run under a
 	// context without it, and SIGTERM ends the session below.
 	ctx = context.WithoutCancel(ctx)
+	for _, k := range []string{keyResultMode, keyMaxColumnWidth, keyMaxTableRows} {
+		if v, ok := tenv.Setting(k); ok {
+			if err := checkClientSetting(k, v); err != nil {
+				return err
+			}
+		}
+	}
 	c := &sqlClient{ctx: ctx, tenv: tenv, out: out, outFd: int(out.Fd()), inFd: int(in.Fd()), kb: newKeyboard(in)}
 	hist := historyPath()
 	cfg := &readline.Config{

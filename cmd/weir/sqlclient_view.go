@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -60,7 +61,10 @@ func (c *sqlClient) view(res *table.Result, mode string) error {
 	opts := c.tenv.PrintOptions()
 	limit := table.DefaultMaxTableRows
 	if v, ok := c.tenv.Setting(keyMaxTableRows); ok {
-		fmt.Sscan(v, &limit)
+		// SET checks the value; one given with -D is taken if it is good.
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			limit = n
+		}
 	}
 	v := &resultView{res: res, changelog: mode == "changelog", limit: limit, follow: true, refresh: defaultRefresh, per: 10,
 		widths: table.ColumnWidths(res.Columns, opts.MaxColumnWidth)}
