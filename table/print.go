@@ -10,8 +10,13 @@ import (
 	"github.com/weirproject/weir/internal/sql/types"
 )
 
-// maxColumnWidth is Flink's sql-client.display.max-column-width.
-const maxColumnWidth = 30
+// DefaultMaxColumnWidth is Flink's default for
+// sql-client.display.max-column-width.
+const DefaultMaxColumnWidth = 30
+
+// nullWidth is the width of "<NULL>", which every column of a streaming
+// result can show.
+const nullWidth = 6
 
 // cell renders a value as the SQL client shows it.
 func cell(v any, t types.DataType, loc *time.Location) string {
@@ -25,8 +30,9 @@ func cell(v any, t types.DataType, loc *time.Location) string {
 }
 
 // typeWidth is the width the client reserves for a type in a streaming
-// result, where the rows are not known in advance.
-func typeWidth(t types.DataType) int {
+// result, where the rows are not known in advance; variable-length types
+// get maxWidth, as in Flink.
+func typeWidth(t types.DataType, maxWidth int) int {
 	switch t.Kind {
 	case types.KindBoolean:
 		return 6
@@ -47,8 +53,27 @@ func typeWidth(t types.DataType) int {
 	case types.KindTimestamp, types.KindTimestampLTZ:
 		return 20 + t.Precision
 	}
-	return maxColumnWidth
+	return maxWidth
 }
+
+// ColumnWidths returns the widths the client gives the columns of a
+// streaming result (whose rows are not known in advance), as Flink does:
+// the type's width, variable-length types maxWidth, and at least the
+// column's name and "<NULL>".
+func ColumnWidths(cols []Column, maxWidth int) []int {
+	if maxWidth <= 0 {
+		maxWidth = DefaultMaxColumnWidth
+	}
+	ws := make([]int, len(cols))
+	for i, c := range cols {
+		ws[i] = max(typeWidth(c.Type, maxWidth), nullWidth, utf8.RuneCountInString(c.Name))
+	}
+	return ws
+}
+
+// FitCell right-aligns s in w columns, cutting it with "..." when it is
+// longer, as the client's tableau does.
+func FitCell(s string, w int) string { return pad(s, w) }
 
 type tableau struct {
 	w      io.Writer
@@ -58,13 +83,20 @@ type tableau struct {
 	loc    *time.Location
 }
 
-func newTableau(w io.Writer, cols []Column, op bool, loc *time.Location, rows []types.Record) *tableau {
-	t := &tableau{w: w, cols: cols, op: op, loc: loc, widths: make([]int, len(cols))}
+// newTableau sizes the columns by the rows, or, for a stream (rows ==
+// nil), by the types.
+func newTableau(w io.Writer, cols []Column, op bool, loc *time.Location, rows []types.Record, maxWidth int) *tableau {
+	if maxWidth <= 0 {
+		maxWidth = DefaultMaxColumnWidth
+	}
+	t := &tableau{w: w, cols: cols, op: op, loc: loc}
+	if rows == nil {
+		t.widths = ColumnWidths(cols, maxWidth)
+		return t
+	}
+	t.widths = make([]int, len(cols))
 	for i, c := range cols {
 		t.widths[i] = utf8.RuneCountInString(c.Name)
-		if rows == nil {
-			t.widths[i] = max(t.widths[i], typeWidth(c.Type))
-		}
 	}
 	for _, r := range rows {
 		for i, v := range r.Row {
@@ -72,7 +104,7 @@ func newTableau(w io.Writer, cols []Column, op bool, loc *time.Location, rows []
 		}
 	}
 	for i := range t.widths {
-		t.widths[i] = min(t.widths[i], maxColumnWidth)
+		t.widths[i] = min(t.widths[i], maxWidth)
 	}
 	return t
 }
@@ -94,6 +126,9 @@ func pad(s string, w int) string {
 	n := utf8.RuneCountInString(s)
 	if n > w {
 		r := []rune(s)
+		if w < 3 {
+			return string(r[:max(w, 0)])
+		}
 		return string(r[:w-3]) + "..."
 	}
 	return strings.Repeat(" ", w-n) + s
@@ -131,14 +166,25 @@ func (t *tableau) row(r types.Record) {
 	t.line(r.Kind.String(), vals)
 }
 
+// PrintOptions are the client's display settings.
+type PrintOptions struct {
+	// MaxColumnWidth is sql-client.display.max-column-width: the widest
+	// a column gets before its values are cut ("..."); 0 means
+	// DefaultMaxColumnWidth.
+	MaxColumnWidth int
+}
+
 // PrintRows prints a finished result as the SQL client's tableau mode
 // does, with "N rows in set" or "Empty set".
-func PrintRows(w io.Writer, r *Result) {
+func PrintRows(w io.Writer, r *Result) { PrintRowsWith(w, r, PrintOptions{}) }
+
+// PrintRowsWith is PrintRows with display settings.
+func PrintRowsWith(w io.Writer, r *Result, o PrintOptions) {
 	if len(r.Rows) == 0 && len(r.Columns) > 0 && !r.Updating {
 		fmt.Fprintln(w, "Empty set")
 		return
 	}
-	t := newTableau(w, r.Columns, r.Updating, r.loc, r.Rows)
+	t := newTableau(w, r.Columns, r.Updating, r.loc, r.Rows, o.MaxColumnWidth)
 	t.header()
 	for _, row := range r.Rows {
 		t.row(row)
@@ -155,14 +201,38 @@ func PrintRows(w io.Writer, r *Result) {
 // changelog form of the tableau mode (an op column), and returns how many
 // it printed when the stream ends.
 func PrintStream(w io.Writer, r *Result) int {
-	t := newTableau(w, r.Columns, true, r.loc, nil)
-	t.header()
-	n := 0
+	p := NewStreamPrinter(w, r, PrintOptions{})
 	for rec := range r.Stream {
-		t.row(rec)
-		n++
+		p.Row(rec)
 	}
-	t.border()
+	n := p.End()
 	fmt.Fprintf(w, "Received a total of %d rows\n", n)
 	return n
+}
+
+// StreamPrinter prints a streaming result row by row in the tableau
+// mode's changelog form, for a caller that decides when to stop (the
+// interactive client stops on Ctrl-C).
+type StreamPrinter struct {
+	t *tableau
+	n int
+}
+
+// NewStreamPrinter prints the header of r's table.
+func NewStreamPrinter(w io.Writer, r *Result, o PrintOptions) *StreamPrinter {
+	p := &StreamPrinter{t: newTableau(w, r.Columns, true, r.loc, nil, o.MaxColumnWidth)}
+	p.t.header()
+	return p
+}
+
+// Row prints one record.
+func (p *StreamPrinter) Row(rec types.Record) {
+	p.t.row(rec)
+	p.n++
+}
+
+// End prints the closing border and returns how many rows were printed.
+func (p *StreamPrinter) End() int {
+	p.t.border()
+	return p.n
 }

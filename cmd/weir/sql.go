@@ -37,12 +37,16 @@ DROP, ALTER, SHOW, DESCRIBE, EXPLAIN, INSERT INTO, EXECUTE STATEMENT SET and
 queries) and prints what each returns, as Flink's SQL client does in its
 tableau result mode: query results as a table, or, for a streaming query,
 as a changelog (an op column with +I, -U, +U, -D) row by row as they
-come. Without -f it reads statements from standard input.
+come. Without -f, on a terminal, it is an interactive SQL client like
+Flink's (line editing, history in ~/.weir_sql_history or $WEIR_SQL_HISTORY,
+the table, changelog and tableau result modes; HELP; lists its commands);
+with standard input not a terminal it runs the statements read from it.
 
 INSERT INTO waits for its job to finish unless 'table.dml-sync' is set to
 'false'. SET 'execution.runtime-mode' = 'batch' runs bounded queries in
 batch mode, where GROUP BY gives final rows instead of a changelog.`,
-		Example: `  weir sql -f pipeline.sql
+		Example: `  weir sql
+  weir sql -f pipeline.sql
   weir sql -f report.sql -p 4 -D execution.runtime-mode=batch
   echo "SELECT 1 + 1;" | weir sql`,
 		Args: cobra.NoArgs,
@@ -81,9 +85,16 @@ func runSQL(ctx context.Context, out io.Writer, in io.Reader, o sqlOptions) erro
 		opts = append(opts, table.WithCatalog(c))
 	}
 	tenv := table.NewEnvironment(opts...)
-	// Scripts wait for their INSERT jobs: the embedded cluster ends with
-	// the process.
-	first := [][2]string{{"table.dml-sync", "true"}}
+	// On a terminal without -f, weir sql is the interactive client.
+	termOut, _ := out.(*os.File)
+	interactive := o.file == "" && isTerminalFile(in) && termOut != nil && isTerminalFile(termOut)
+	var first [][2]string
+	if !interactive {
+		// Scripts wait for their INSERT jobs: the embedded cluster ends
+		// with the process. The client submits them and goes on, as
+		// Flink's does; they run while it does.
+		first = append(first, [2]string{"table.dml-sync", "true"})
+	}
 	if o.restore != "" {
 		first = append(first, [2]string{"execution.savepoint.path", o.restore})
 	}
@@ -91,6 +102,9 @@ func runSQL(ctx context.Context, out io.Writer, in io.Reader, o sqlOptions) erro
 		if _, err := tenv.Execute(ctx, &parser.Set{HasKey: true, Key: kv[0], Value: kv[1]}); err != nil {
 			return err
 		}
+	}
+	if interactive {
+		return runSQLClient(ctx, tenv, in.(*os.File), termOut)
 	}
 	var src []byte
 	var err error
