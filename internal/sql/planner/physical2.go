@@ -103,8 +103,8 @@ type joinFunc struct {
 	waiting   state.ListState[[]byte] // encoded left records
 	// interval: an interval join, whose state expires by the watermark.
 	interval *intervalBounds
-	evalCtx   *functions.Context
-	ctx       *Translator
+	evalCtx  *functions.Context
+	ctx      *Translator
 }
 
 func (f *joinFunc) Open(ctx *stream.KeyedContext[string]) error {
