@@ -43,6 +43,9 @@ type Environment struct {
 	// base is the configuration every job starts from (flags, a config
 	// file); SET adds to it.
 	base *config.Configuration
+	// streams, when set, is the stream environment whose job SQLQuery's
+	// tables become part of (NewStreamEnvironment).
+	streams *stream.Environment
 }
 
 // Option configures an Environment.

@@ -32,6 +32,10 @@ type Connectors struct {
 	// Print is where the print connector writes (standard output when
 	// nil).
 	Print io.Writer
+	// Local holds sources of one session by connector name, consulted
+	// before the registry: the DataStreams a Table API program turned
+	// into tables.
+	Local map[string]SourceFactory
 	mu    sync.Mutex
 }
 
@@ -163,6 +167,9 @@ func (c *Connectors) Source(tr *Translator, t *catalog.Table) (*Rows, error) {
 	conn := t.Options["connector"]
 	if conn == "" {
 		return nil, fmt.Errorf("table %s has no 'connector' option", t.Path)
+	}
+	if f, ok := c.Local[conn]; ok {
+		return f(c.context(tr, t))
 	}
 	registry.RLock()
 	f, ok := registry.sources[conn]
