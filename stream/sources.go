@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/weirproject/weir/connector"
 	"github.com/weirproject/weir/internal/graph"
@@ -54,6 +55,11 @@ type Generator[T any] struct {
 	Contiguous bool
 	// Timestamps, if set, gives each record an event timestamp.
 	Timestamps func(i int64) int64
+	// Rate, if positive, paces the records: record i is due Rate records
+	// a second after the first, across all subtasks. A reader ahead of
+	// its schedule yields (NothingAvailable) rather than sleeping, so that
+	// checkpoints and timers are never held up by the pacing.
+	Rate float64
 }
 
 // GeneratorSplit is the position of one generator split: it produces the
@@ -99,6 +105,10 @@ func (g *Generator[T]) NewReader(context.Context, connector.SplitContext) (conne
 type generatorReader[T any] struct {
 	g      *Generator[T]
 	splits []*GeneratorSplit
+	// start is when index 0 was (or would have been) due, set at the
+	// first Poll from the first split's position, so that a restored
+	// reader goes on at the rate instead of catching up.
+	start time.Time
 }
 
 func (r *generatorReader[T]) AddSplits(splits []connector.Split) error {
@@ -124,7 +134,24 @@ func (r *generatorReader[T]) Poll(_ context.Context, sourceOut connector.Output[
 		if perSplit != nil {
 			out = perSplit.ForSplit(s.SplitID())
 		}
+		var due time.Time
+		if r.g.Rate > 0 {
+			if r.start.IsZero() {
+				r.start = time.Now().Add(-time.Duration(float64(s.Next) / r.g.Rate * float64(time.Second)))
+			}
+			// Emit what is due now, and no more than a batch.
+			due = r.start.Add(time.Duration(float64(s.Next) / r.g.Rate * float64(time.Second)))
+			if time.Now().Before(due) {
+				return connector.NothingAvailable, nil
+			}
+		}
 		for n := 0; n < generatorBatch; n++ {
+			if r.g.Rate > 0 && n > 0 {
+				due = r.start.Add(time.Duration(float64(s.Next) / r.g.Rate * float64(time.Second)))
+				if time.Now().Before(due) {
+					break
+				}
+			}
 			if s.End >= 0 && s.Next >= s.End {
 				r.splits = r.splits[1:]
 				if perSplit != nil {

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/weirproject/weir/connector"
@@ -367,17 +366,7 @@ func datagenSource(c *TableContext) (*Rows, error) {
 			count = n
 		}
 	}
-	var start atomic.Int64
-	gen := &stream.Generator[types.Record]{Count: count, Fn: func(i int64) types.Record {
-		// Pace the rows: row i is due at start + i/rate.
-		s := start.Load()
-		if s == 0 {
-			start.CompareAndSwap(0, time.Now().UnixNano())
-			s = start.Load()
-		}
-		if d := time.Duration(s + int64(float64(i)/rate*1e9) - time.Now().UnixNano()); d > 0 {
-			time.Sleep(d)
-		}
+	gen := &stream.Generator[types.Record]{Count: count, Rate: rate, Fn: func(i int64) types.Record {
 		row := make(types.Row, len(gens))
 		for j, g := range gens {
 			if g != nil {
