@@ -138,7 +138,7 @@ var DataStreams = map[string]DataStream{
 		return nexmark.BidderAuction{Bidder: b.Bidder, Auction: b.Auction}
 	},
 		func(a, b nexmark.Bid) bool { return a.DateTime > b.DateTime }, bidRow))},
-	"q19": {Attach: attach(nexmark.Q19, topTen)},
+	"q19": {Attach: attach(nexmark.Q19, topTen), Normalize: rankTies},
 	"q20": {Attach: attach(nexmark.Q20, each(func(r nexmark.Q20Result) []any {
 		return []any{r.Auction, r.Bidder, r.Price, r.Channel, r.URL, ts(r.BidDateTime), r.BidExtra,
 			r.ItemName, r.Description, r.InitialBid, r.Reserve, ts(r.AuctionDateTime), ts(r.Expires), r.Seller, r.Category, r.AuctionExtra}
@@ -150,6 +150,82 @@ var DataStreams = map[string]DataStream{
 		return []any{r.Auction, r.Bidder, r.Price, r.Channel, r.Dir1, r.Dir2, r.Dir3}
 	}))},
 }
+
+// rankTies makes q19's final tables comparable where bids tie on price.
+// ROW_NUMBER numbers tied rows in the order they arrive, which at
+// parallelism > 1 depends on how the sources' subtasks interleave, while
+// the DataStream query breaks ties by time: within each auction, the ranks
+// are renumbered in one fixed order (price descending, then the whole
+// row), and where an auction's top 10 is full, the bids at its lowest
+// price keep only auction, price and rank, since which of several tied
+// bids made the cut is arrival order too.
+func rankTies(rows [][]any) [][]any {
+	byAuction := map[string][][]any{}
+	var order []string
+	for _, r := range rows {
+		a := canonicalRow(r[:1])
+		if _, ok := byAuction[a]; !ok {
+			order = append(order, a)
+		}
+		byAuction[a] = append(byAuction[a], r)
+	}
+	type ranked struct {
+		row []any
+		key string // the row without its rank, canonical
+	}
+	var out [][]any
+	for _, a := range order {
+		group := make([]ranked, len(byAuction[a]))
+		for i, r := range byAuction[a] {
+			group[i] = ranked{r, canonicalRow(r[:len(r)-1])}
+		}
+		slices.SortFunc(group, func(x, y ranked) int {
+			return cmp.Or(comparePrice(y.row[2], x.row[2]), strings.Compare(x.key, y.key))
+		})
+		lowest := group[len(group)-1].row[2]
+		// Renumber a run of tied bids only if its ranks are the run's
+		// positions in some order: a rank out of price order must still
+		// show as a difference.
+		renumber := make([]bool, len(group))
+		for s := 0; s < len(group); {
+			e := s + 1
+			for e < len(group) && comparePrice(group[e].row[2], group[s].row[2]) == 0 {
+				e++
+			}
+			var ranks []int64
+			for _, g := range group[s:e] {
+				ranks = append(ranks, toInt(g.row[len(g.row)-1]))
+			}
+			slices.Sort(ranks)
+			ok := true
+			for i, rk := range ranks {
+				ok = ok && rk == int64(s+i+1)
+			}
+			for i := s; i < e; i++ {
+				renumber[i] = ok
+			}
+			s = e
+		}
+		for i, g := range group {
+			r := slices.Clone(g.row)
+			if renumber[i] {
+				r[len(r)-1] = int64(i + 1)
+			}
+			if len(group) == nexmark.Q19TopN && comparePrice(r[2], lowest) == 0 {
+				for j := range r[:len(r)-1] {
+					if j != 0 && j != 2 {
+						r[j] = nil
+					}
+				}
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// comparePrice orders two prices, whichever integer type a side holds.
+func comparePrice(a, b any) int { return cmp.Compare(toInt(a), toInt(b)) }
 
 // topTen is q19's final table from the bids that entered their auction's
 // top 10: every bid of the final top 10 entered it, so the final top 10
