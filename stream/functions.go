@@ -198,6 +198,8 @@ type processOp[T, U any] struct {
 	fn  ProcessFunction[T, U]
 	ctx Context
 	col collector[U]
+	// finished: Finish ran, at the maximum watermark.
+	finished bool
 }
 
 func (p *processOp[T, U]) Emit(v T, ts int64) {
@@ -209,6 +211,14 @@ func (p *processOp[T, U]) Emit(v T, ts int64) {
 }
 
 func (p *processOp[T, U]) EmitWatermark(wm int64) {
+	if wm == runtime.MaxWatermark {
+		// The input has ended: what Finish emits goes out ahead of the
+		// final watermark, so that event-time timers downstream (an
+		// outer join padding its rows at the end, a window) see it.
+		if err := p.Finish(); err != nil {
+			p.oc.Fail(err)
+		}
+	}
 	p.col.out.EmitWatermark(wm)
 	p.oc.ForwardToSideOutputs(wm)
 }
@@ -222,6 +232,10 @@ func (p *processOp[T, U]) Open() error {
 }
 
 func (p *processOp[T, U]) Finish() error {
+	if p.finished {
+		return nil
+	}
+	p.finished = true
 	if f, ok := p.fn.(Finisher[U]); ok {
 		p.oc.Enter()
 		p.ctx.ts, p.col.ts = runtime.NoTimestamp, runtime.NoTimestamp

@@ -507,3 +507,34 @@ func TestPerSplitWatermarksAtTheSource(t *testing.T) {
 		t.Fatalf("only %d late records without per-split watermarks; the test does not show the difference", n)
 	}
 }
+
+// summer counts its input and emits the count when the input ends.
+type summer struct{ n int }
+
+func (s *summer) ProcessElement(int64, *stream.Context, stream.Collector[string]) error {
+	s.n++
+	return nil
+}
+
+func (s *summer) Finish(_ *stream.Context, out stream.Collector[string]) error {
+	out.Collect(fmt.Sprintf("total=%d", s.n))
+	return nil
+}
+
+// What a function emits in Finish goes downstream ahead of the final
+// watermark: an event-time timer downstream that fires at the end of the
+// input (a batch outer join padding its rows) must see it.
+func TestFinishOutputPrecedesFinalWatermark(t *testing.T) {
+	env := newEnv(t, 2)
+	src := stream.FromSlice(env, []int64{1, 2, 3, 4, 5})
+	total := stream.Process[int64, string](src, &summer{}).SetParallelism(1)
+	got := stream.Collect(probe(total).SetParallelism(1))
+	if err := env.Execute(context.Background(), "finish-order"); err != nil {
+		t.Fatal(err)
+	}
+	vals := got.Values()
+	i, j := slices.IndexFunc(vals, func(s string) bool { return strings.HasPrefix(s, "total=5@") }), slices.Index(vals, "wm:max")
+	if i < 0 || j < 0 || i > j {
+		t.Fatalf("Finish's output and the final watermark arrive as %q; want total=5 before wm:max", vals)
+	}
+}
