@@ -51,6 +51,14 @@ type TableContext struct {
 	Print   io.Writer
 	printMu *sync.Mutex
 	tr      *Translator
+	needed  []bool
+}
+
+// Needed says whether the query reads column i of the table. A source
+// may leave the columns it does not read NULL (projection push-down):
+// a narrower SELECT, fewer fields decoded.
+func (c *TableContext) Needed(i int) bool {
+	return c.needed == nil || i >= len(c.needed) || c.needed[i]
 }
 
 // UID returns a new operator UID for the connector's operator, derived
@@ -163,12 +171,20 @@ func (c *Connectors) context(tr *Translator, t *catalog.Table) *TableContext {
 
 // Source builds the stream of a table's rows.
 func (c *Connectors) Source(tr *Translator, t *catalog.Table) (*Rows, error) {
+	return c.source(tr, t, nil)
+}
+
+// source builds the stream of a table's rows, of which the plan reads
+// the needed columns (nil: all).
+func (c *Connectors) source(tr *Translator, t *catalog.Table, needed []bool) (*Rows, error) {
+	ctx := c.context(tr, t)
+	ctx.needed = needed
 	conn := t.Options["connector"]
 	if conn == "" {
 		return nil, fmt.Errorf("table %s has no 'connector' option", t.Path)
 	}
 	if f, ok := c.Local[conn]; ok {
-		return f(c.context(tr, t))
+		return f(ctx)
 	}
 	registry.RLock()
 	f, ok := registry.sources[conn]
@@ -180,7 +196,7 @@ func (c *Connectors) Source(tr *Translator, t *catalog.Table) (*Rows, error) {
 	if !ok {
 		return nil, fmt.Errorf("table %s: connector '%s' cannot be read (sources: %s)", t.Path, conn, keyList(known))
 	}
-	return f(c.context(tr, t))
+	return f(ctx)
 }
 
 // Sink attaches a table's sink to a stream; updating says whether the
@@ -584,6 +600,12 @@ func filesystemSource(c *TableContext) (*Rows, error) {
 	if path == "" {
 		return nil, optionError(t, "path", "the filesystem connector needs a path")
 	}
+	// Projection push-down: columns the query does not read are not
+	// parsed.
+	f.skip = make([]bool, len(f.cols))
+	for i, col := range f.cols {
+		f.skip[i] = !c.Needed(col)
+	}
 	src := file.Source[types.Record](f, path)
 	if s, ok := t.Options["source.monitor-interval"]; ok {
 		d, err := parseDuration(s)
@@ -684,7 +706,8 @@ type lineFormat struct {
 	nullLiteral  string
 	hasNull      bool
 	ignoreErrors bool
-	cols         []int // table positions of the physical columns
+	cols         []int  // table positions of the physical columns
+	skip         []bool // by physical column: not read by the query (nil: none)
 	names        []string
 	types        []types.DataType
 	width        int
@@ -767,6 +790,9 @@ func (f *lineFormat) parse(line string) (types.Row, error) {
 		}
 		for i, s := range vals {
 			t := f.types[i]
+			if f.skip != nil && f.skip[i] {
+				continue
+			}
 			if f.hasNull && s == f.nullLiteral || s == "" && !t.Kind.IsCharacterString() {
 				continue
 			}
@@ -786,7 +812,7 @@ func (f *lineFormat) parse(line string) (types.Row, error) {
 	}
 	for i, name := range f.names {
 		raw, ok := obj[name]
-		if !ok || raw == nil {
+		if !ok || raw == nil || f.skip != nil && f.skip[i] {
 			continue
 		}
 		v, err := fromJSON(raw, f.types[i], f.loc)

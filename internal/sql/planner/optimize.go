@@ -4,9 +4,12 @@ import "github.com/weirproject/weir/internal/sql/functions"
 
 // optimize applies the rewrite rules to a plan: filters move down towards
 // the scans (through projections, into the matching side of a join), and
-// stacked projections merge. Constant folding happens while binding.
+// stacked projections merge; then each scan learns which of its columns
+// are read (projection push-down). Constant folding happens while binding.
 func optimize(p Plan) Plan {
-	return mergeProjects(topN(pushFilters(p)))
+	p = mergeProjects(topN(pushFilters(p)))
+	markNeededColumns(p)
+	return p
 }
 
 // topN turns a filter on the rank of a window's ROW_NUMBER, RANK or

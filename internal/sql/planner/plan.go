@@ -42,6 +42,9 @@ type Scan struct {
 	// Filters were pushed down from above; the connector may use them to
 	// skip data, and the scan applies them in any case.
 	Filters []Expr
+	// Needed says which columns the plan reads (nil: all); the connector
+	// may leave the others NULL. See markNeededColumns.
+	Needed []bool
 }
 
 // Values is a constant relation (VALUES, or SELECT without FROM).
@@ -198,6 +201,9 @@ func (p *Scan) describe() string {
 	}
 	if len(p.Filters) > 0 {
 		s += fmt.Sprintf(", filter=[%s]", exprs(p.Filters))
+	}
+	if cols := p.neededColumns(); cols != nil {
+		s += fmt.Sprintf(", project=[%s]", strings.Join(cols, ", "))
 	}
 	return s + ")"
 }

@@ -362,12 +362,19 @@ func source(c *planner.TableContext) (*planner.Rows, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Only the columns the query reads are selected (projection
+	// push-down); at least one, so that the SELECT counts rows.
 	var phys []int
 	var cols []string
-	for i, col := range t.Columns {
-		if col.Kind == catalog.Physical {
-			phys = append(phys, i)
-			cols = append(cols, "`"+strings.ReplaceAll(col.Name, "`", "``")+"`")
+	for pass := 0; pass < 2 && len(phys) == 0; pass++ {
+		for i, col := range t.Columns {
+			if col.Kind == catalog.Physical && (pass == 1 || c.Needed(i)) {
+				phys = append(phys, i)
+				cols = append(cols, "`"+strings.ReplaceAll(col.Name, "`", "``")+"`")
+				if pass == 1 {
+					break
+				}
+			}
 		}
 	}
 	opts := jdbc.SourceOptions{DSN: d}
