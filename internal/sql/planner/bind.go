@@ -510,9 +510,12 @@ func (b *binder) join(j *parser.Join) (Plan, error) {
 	}
 	jp.fields = fields
 	if cond == nil {
+		markWindowJoin(jp)
 		return jp, nil
 	}
-	return absorb(jp, conjuncts(cond), b.Funcs), nil
+	out := absorb(jp, conjuncts(cond), b.Funcs)
+	markWindowJoin(jp)
+	return out, nil
 }
 
 // absorb adds conditions over a join's output to the join: an equality

@@ -127,6 +127,9 @@ func (t *Translator) Translate(p Plan) (*Rows, error) {
 	case *Sort:
 		return t.sort(p)
 	case *Join:
+		if p.Window != nil && !t.Batch {
+			return t.windowJoin(p)
+		}
 		return t.join(p)
 	case *Over:
 		return t.over(p)

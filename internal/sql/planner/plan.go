@@ -137,7 +137,9 @@ type Join struct {
 	// a left row joins the right rows present when it arrives, and
 	// later changes of the right side change no result.
 	Temporal bool
-	fields   []Field
+	// Window: a window join (see WindowJoin); nil for other joins.
+	Window *WindowJoin
+	fields []Field
 }
 
 // Sort orders its input and keeps rows [Offset, Offset+Limit); Limit -1
@@ -264,6 +266,9 @@ func (p *Join) describe() string {
 	if p.Residual != nil {
 		conds = append(conds, p.Residual.String())
 	}
+	if p.Window != nil {
+		return describeWindowJoin(p, conds)
+	}
 	return fmt.Sprintf("Join(joinType=[%s], where=[%s])", p.Type, strings.Join(conds, " AND "))
 }
 func (p *Sort) describe() string {
@@ -317,6 +322,9 @@ func updating(p Plan, batch bool) bool {
 	case *Aggregate:
 		return p.Window == nil
 	case *Join:
+		if p.Window != nil {
+			return updating(p.Left, batch) || updating(p.Right, batch)
+		}
 		if p.Temporal && !batch {
 			return updating(p.Left, batch)
 		}

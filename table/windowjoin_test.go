@@ -1,0 +1,236 @@
+package table_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/weirproject/weir/internal/sql/types"
+)
+
+// windowJoinCase is a window join over two filtered windowed views of ev:
+// left rows have id % 3 = 0, right rows id % 3 = 1 and (for the outer
+// joins, so that some left rows find no partner) v > 0.
+type windowJoinCase struct {
+	name, kind, join string
+	rightPositive    bool
+}
+
+// bruteWindowJoin pairs events of the same key in the same window, and
+// pads the left (right) rows without a partner for LEFT and FULL (RIGHT
+// and FULL) joins. A result row is "lid rid window_start" with NULL for a
+// missing side.
+func bruteWindowJoin(events []event, c windowJoinCase) map[string]int {
+	type side struct {
+		id  int
+		win [2]int64
+		k   string
+	}
+	var ls, rs []side
+	for i, e := range events {
+		for _, w := range windowsOf(c.kind, e.ts) {
+			switch {
+			case i%3 == 0:
+				ls = append(ls, side{i, w, e.k})
+			case i%3 == 1 && (!c.rightPositive || e.v > 0):
+				rs = append(rs, side{i, w, e.k})
+			}
+		}
+	}
+	want := map[string]int{}
+	rMatched := make([]bool, len(rs))
+	for _, l := range ls {
+		matched := false
+		for ri, r := range rs {
+			if l.win == r.win && l.k == r.k {
+				matched = true
+				rMatched[ri] = true
+				if c.join != "SEMI" {
+					want[fmt.Sprintf("%d %d %d", l.id, r.id, l.win[0])]++
+				}
+			}
+		}
+		switch {
+		case c.join == "SEMI" && matched:
+			want[fmt.Sprintf("%d %d", l.id, l.win[0])]++
+		case !matched && (c.join == "LEFT" || c.join == "FULL"):
+			want[fmt.Sprintf("%d NULL %d", l.id, l.win[0])]++
+		}
+	}
+	if c.join == "RIGHT" || c.join == "FULL" {
+		for ri, r := range rs {
+			if !rMatched[ri] {
+				want[fmt.Sprintf("NULL %d %d", r.id, r.win[0])]++
+			}
+		}
+	}
+	return want
+}
+
+func windowArgs(kind string) string {
+	return map[string]string{
+		"TUMBLE":   "INTERVAL '10' SECOND",
+		"HOP":      "INTERVAL '5' SECOND, INTERVAL '10' SECOND",
+		"CUMULATE": "INTERVAL '2.5' SECOND, INTERVAL '10' SECOND",
+	}[kind]
+}
+
+func windowJoinQuery(c windowJoinCase) string {
+	win := fmt.Sprintf("TABLE(%s(TABLE ev, DESCRIPTOR(ts), %s))", c.kind, windowArgs(c.kind))
+	rightCond := "MOD(id, 3) = 1"
+	if c.rightPositive {
+		rightCond += " AND v > 0"
+	}
+	if c.join == "SEMI" {
+		return fmt.Sprintf(`SELECT L.id, L.window_start FROM (SELECT * FROM %s WHERE MOD(id, 3) = 0) L
+			WHERE L.k IN (SELECT R.k FROM (SELECT * FROM %s WHERE %s) R
+				WHERE L.window_start = R.window_start AND L.window_end = R.window_end)`, win, win, rightCond)
+	}
+	start := "L.window_start"
+	if c.join == "RIGHT" || c.join == "FULL" {
+		start = "COALESCE(L.window_start, R.window_start)"
+	}
+	return fmt.Sprintf(`SELECT L.id, R.id, %s FROM
+		(SELECT * FROM %s WHERE MOD(id, 3) = 0) L
+		%s JOIN (SELECT * FROM %s WHERE %s) R
+		ON L.window_start = R.window_start AND L.window_end = R.window_end AND L.k = R.k`, start, win, c.join, win, rightCond)
+}
+
+func windowJoinRow(r types.Row) string {
+	s := make([]string, len(r))
+	for i, v := range r {
+		switch v := v.(type) {
+		case nil:
+			s[i] = "NULL"
+		case types.Timestamp, types.TimestampLTZ:
+			s[i] = fmt.Sprint(millisOf(v))
+		default:
+			s[i] = fmt.Sprint(v)
+		}
+	}
+	return strings.Join(s, " ")
+}
+
+// TestStreamingWindowJoinMatchesBruteForce runs window joins (TUMBLE,
+// HOP, CUMULATE; INNER, LEFT, RIGHT, FULL and a semi join through IN) over
+// out-of-order events at parallelism 1, 2 and 4 and compares them with a
+// brute force. A window join emits each window's result once, when the
+// watermark passes its end: its output has inserts only.
+func TestStreamingWindowJoinMatchesBruteForce(t *testing.T) {
+	const n = 3000
+	events := genEvents(n)
+	cases := []windowJoinCase{
+		{"tumble inner", "TUMBLE", "INNER", false},
+		{"tumble left", "TUMBLE", "LEFT", true},
+		{"hop full", "HOP", "FULL", true},
+		{"cumulate right", "CUMULATE", "RIGHT", true},
+		{"tumble semi", "TUMBLE", "SEMI", true},
+	}
+	for _, c := range cases {
+		want := bruteWindowJoin(events, c)
+		if len(want) < 200 {
+			t.Fatalf("%s: only %d rows: the data do not exercise the join", c.name, len(want))
+		}
+		q := windowJoinQuery(c)
+		for _, p := range []int{1, 2, 4} {
+			if testing.Short() && p != 2 {
+				continue
+			}
+			tenv := newStreamingEnv(t, n, p)
+			plan, err := tenv.ExecuteSQL(context.Background(), "EXPLAIN "+q)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if !strings.Contains(plan.Text, "WindowJoin(") {
+				t.Fatalf("%s: not planned as a window join:\n%s", c.name, plan.Text)
+			}
+			res, err := tenv.ExecuteSQL(context.Background(), q)
+			if err != nil {
+				t.Fatalf("%s p=%d: %v", c.name, p, err)
+			}
+			if res.Updating {
+				t.Errorf("%s p=%d: the result is declared updating", c.name, p)
+			}
+			got := map[string]int{}
+			for _, r := range res.Rows {
+				if r.Kind != types.Insert {
+					t.Fatalf("%s p=%d: a window join emitted %s", c.name, p, r)
+				}
+				got[windowJoinRow(r.Row)]++
+			}
+			if !maps.Equal(got, want) {
+				missing, extra := 0, 0
+				var example string
+				for k, v := range want {
+					if got[k] != v {
+						missing++
+						example = fmt.Sprintf("%q: got %d, want %d", k, got[k], v)
+					}
+				}
+				for k := range got {
+					if _, ok := want[k]; !ok {
+						extra++
+						example = fmt.Sprintf("%q: got %d, want 0", k, got[k])
+					}
+				}
+				t.Errorf("%s p=%d: %d rows differ, %d unexpected (of %d); e.g. %s", c.name, p, missing, extra, len(want), example)
+			}
+		}
+	}
+}
+
+// TestWindowJoinIntoAppendOnlySink: a window join can be written to a sink
+// that takes appends only (filesystem), which refuses a regular join of
+// the same inputs as updating.
+func TestWindowJoinIntoAppendOnlySink(t *testing.T) {
+	const n = 1500
+	ctx := context.Background()
+	c := windowJoinCase{"tumble left", "TUMBLE", "LEFT", true}
+	want := bruteWindowJoin(genEvents(n), c)
+	tenv := newStreamingEnv(t, n, 2)
+	dir := t.TempDir()
+	for _, s := range []string{
+		"SET 'table.dml-sync' = 'true'",
+		fmt.Sprintf(`CREATE TABLE out (lid BIGINT, rid BIGINT, ws TIMESTAMP_LTZ(3))
+			WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'csv')`, dir),
+	} {
+		if _, err := tenv.ExecuteSQL(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	if _, err := tenv.ExecuteSQL(ctx, "INSERT INTO out "+windowJoinQuery(c)); err != nil {
+		t.Fatalf("window join into an append-only sink: %v", err)
+	}
+	lines := 0
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		lines += strings.Count(string(b), "\n")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, v := range want {
+		total += v
+	}
+	if lines != total {
+		t.Errorf("the sink has %d rows, want %d", lines, total)
+	}
+	// The same join without the window condition is a regular outer join,
+	// whose updates the sink refuses.
+	regular := strings.Replace(windowJoinQuery(c), "L.window_start = R.window_start AND L.window_end = R.window_end AND ", "", 1)
+	if _, err := tenv.ExecuteSQL(ctx, "INSERT INTO out "+regular); err == nil || !strings.Contains(err.Error(), "update changes") {
+		t.Errorf("a regular outer join into an append-only sink: got %v, want a refusal", err)
+	}
+}
