@@ -234,3 +234,60 @@ func TestWindowJoinIntoAppendOnlySink(t *testing.T) {
 		t.Errorf("a regular outer join into an append-only sink: got %v, want a refusal", err)
 	}
 }
+
+// TestStreamingWindowJoinOfWindowAggregates: two window aggregations
+// joined on their windows and key are a window join too.
+func TestStreamingWindowJoinOfWindowAggregates(t *testing.T) {
+	const n = 3000
+	events := genEvents(n)
+	type wk struct {
+		start int64
+		k     string
+	}
+	lc, rc := map[wk]int64{}, map[wk]int64{}
+	for i, e := range events {
+		w := windowsOf("TUMBLE", e.ts)[0]
+		switch i % 3 {
+		case 0:
+			lc[wk{w[0], e.k}]++
+		case 1:
+			rc[wk{w[0], e.k}] += e.v
+		}
+	}
+	want := map[string]int{}
+	for k, c := range lc {
+		if s, ok := rc[k]; ok {
+			want[fmt.Sprintf("%d %s %d %d", k.start, k.k, c, s)]++
+		}
+	}
+	q := `SELECT L.window_start, L.k, L.c, R.s FROM
+		(SELECT window_start, window_end, k, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+			WHERE MOD(id, 3) = 0 GROUP BY window_start, window_end, k) L
+		JOIN (SELECT window_start, window_end, k, SUM(v) AS s FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+			WHERE MOD(id, 3) = 1 GROUP BY window_start, window_end, k) R
+		ON L.window_start = R.window_start AND L.window_end = R.window_end AND L.k = R.k`
+	for _, p := range []int{1, 2, 4} {
+		tenv := newStreamingEnv(t, n, p)
+		plan, err := tenv.ExecuteSQL(context.Background(), "EXPLAIN "+q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(plan.Text, "WindowJoin(") {
+			t.Fatalf("not planned as a window join:\n%s", plan.Text)
+		}
+		res, err := tenv.ExecuteSQL(context.Background(), q)
+		if err != nil {
+			t.Fatalf("p=%d: %v", p, err)
+		}
+		got := map[string]int{}
+		for _, r := range res.Rows {
+			if r.Kind != types.Insert {
+				t.Fatalf("p=%d: a window join emitted %s", p, r)
+			}
+			got[windowJoinRow(r.Row)]++
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("p=%d: %d rows, want %d", p, len(got), len(want))
+		}
+	}
+}
