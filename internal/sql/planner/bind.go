@@ -310,6 +310,9 @@ func (b *binder) from(t parser.TableRef) (Plan, error) {
 		return b.join(t)
 	case *parser.WindowTVF:
 		return b.windowTVF(t)
+	case *parser.TableFunc, *parser.Unnest:
+		// A table function alone in FROM: called once, over one empty row.
+		return b.lateral(&Values{Rows: [][]Expr{{}}}, t, nil)
 	}
 	return nil, errAt(t, "%T in FROM is not supported yet", t)
 }
@@ -463,6 +466,10 @@ func (b *binder) join(j *parser.Join) (Plan, error) {
 		c := *tn
 		c.SystemTime = nil
 		right, temporal = &c, true
+	}
+	switch right.(type) {
+	case *parser.TableFunc, *parser.Unnest:
+		return b.lateral(l, right, j)
 	}
 	r, err := b.from(right)
 	if err != nil {

@@ -139,6 +139,8 @@ func (t *Translator) Translate(p Plan) (*Rows, error) {
 		return t.singleRow(p)
 	case *Replicate:
 		return t.replicate(p)
+	case *Correlate:
+		return t.correlate(p)
 	}
 	return nil, fmt.Errorf("no physical operator for %T", p)
 }
