@@ -717,8 +717,11 @@ func (t *Translator) sort(p *Sort) (*Rows, error) {
 		return nil, err
 	}
 	if !t.Batch {
+		if temporalSort(p) {
+			return t.temporalSortOp(in, p), nil
+		}
 		if len(p.Keys) > 0 {
-			return nil, errors.New("ORDER BY in a streaming query needs an ascending time attribute first, which is not supported yet; run it with SET 'execution.runtime-mode' = 'batch'")
+			return nil, errNonTimeSort
 		}
 		// LIMIT alone: the first rows that arrive.
 		n := p.Limit

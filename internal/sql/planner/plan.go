@@ -330,7 +330,7 @@ func updating(p Plan, batch bool) bool {
 		}
 		return updating(p.Left, batch) || updating(p.Right, batch) || p.Type != "INNER" && p.Type != "SEMI"
 	case *Sort:
-		return updating(p.Input, batch) || p.Limit >= 0
+		return updating(p.Input, batch) || p.Limit >= 0 && !temporalSort(p)
 	case *Rank:
 		return windowEnd(p.Input, p.Partition) < 0 || updating(p.Input, batch)
 	}
