@@ -319,3 +319,72 @@ func TestStreamingJoinNullKeysNeverMatch(t *testing.T) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }
+
+// TestStreamingWindowJoinDropsLateRows: rows whose window was joined long
+// before they arrive (their time is in the first window, they come well
+// after the watermark passed it) are dropped, as in Flink, and do not
+// make the window's result a second time.
+func TestStreamingWindowJoinDropsLateRows(t *testing.T) {
+	const n = 3000
+	late := func(id int) bool { return id >= 1500 && id%10 == 9 }
+	events := genEvents(n)
+	var onTime []event
+	lateIDs := map[int]bool{}
+	for i, e := range events {
+		if late(i) {
+			lateIDs[i] = true
+			e.ts = evBase + int64(i%50)*100
+		}
+		onTime = append(onTime, e)
+	}
+	c := windowJoinCase{"tumble inner", "TUMBLE", "INNER", false}
+	all := bruteWindowJoin(onTime, c)
+	want := map[string]int{}
+	dropped := 0
+	for k, v := range all {
+		var l, r, ws int
+		fmt.Sscanf(k, "%d %d %d", &l, &r, &ws)
+		if lateIDs[l] || lateIDs[r] {
+			dropped++
+			continue
+		}
+		want[k] = v
+	}
+	if dropped < 10 {
+		t.Fatalf("only %d pairs with a late row: the data do not exercise lateness", dropped)
+	}
+	tenv := newStreamingEnv(t, n, 2)
+	ddl := fmt.Sprintf(`CREATE TABLE evl (
+			id BIGINT,
+			k AS CHR(CAST(97 + MOD(id * 31, 5) AS INT)),
+			v AS CAST(MOD(id * 17, 100) - 20 AS BIGINT),
+			ts AS TO_TIMESTAMP_LTZ(CASE WHEN id >= 1500 AND MOD(id, 10) = 9 THEN %d + MOD(id, 50) * 100
+				ELSE %d + id * 300 + MOD(id * 7919, 4900) END, 3),
+			WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+		WITH ('connector' = 'datagen', 'rows-per-second' = '5000', 'fields.id.kind' = 'sequence',
+			'fields.id.start' = '0', 'fields.id.end' = '%d')`, evBase, evBase, n-1)
+	if _, err := tenv.ExecuteSQL(context.Background(), ddl); err != nil {
+		t.Fatal(err)
+	}
+	q := strings.ReplaceAll(windowJoinQuery(c), "TABLE ev,", "TABLE evl,")
+	res, err := tenv.ExecuteSQL(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, r := range res.Rows {
+		if r.Kind != types.Insert {
+			t.Fatalf("a window join emitted %s", r)
+		}
+		got[windowJoinRow(r.Row)]++
+	}
+	if !maps.Equal(got, want) {
+		extra := 0
+		for k, v := range got {
+			if want[k] != v {
+				extra++
+			}
+		}
+		t.Errorf("%d rows, want %d (%d rows differ)", len(got), len(want), extra)
+	}
+}
