@@ -81,7 +81,8 @@ func NewEnvironment(opts ...Option) *Environment {
 func (e *Environment) Catalog() *catalog.Catalog { return e.cat }
 
 // Functions returns the session's function registry, where Go functions
-// are registered for SQL (RegisterScalar, RegisterAggregate).
+// are registered for SQL (RegisterScalar, RegisterFunc, RegisterAggregate,
+// RegisterTableFunc).
 func (e *Environment) Functions() *functions.Registry { return e.funcs }
 
 // Setting returns a session setting and whether it is set.

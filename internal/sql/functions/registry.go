@@ -97,6 +97,7 @@ type Registry struct {
 	mu       sync.RWMutex
 	scalars  map[string]*scalarDef
 	aggs     map[string]*aggDef
+	tables   map[string]*TableFunc
 	readOnly bool
 }
 
@@ -142,6 +143,12 @@ func (r *Registry) Clone() *Registry {
 		d := *v
 		d.resolvers = append([]aggResolver(nil), v.resolvers...)
 		c.aggs[k] = &d
+	}
+	for k, v := range r.tables {
+		if c.tables == nil {
+			c.tables = map[string]*TableFunc{}
+		}
+		c.tables[k] = v
 	}
 	return c
 }

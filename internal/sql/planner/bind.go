@@ -310,6 +310,9 @@ func (b *binder) from(t parser.TableRef) (Plan, error) {
 		return b.join(t)
 	case *parser.WindowTVF:
 		return b.windowTVF(t)
+	case *parser.TableFunc, *parser.Unnest:
+		// A table function alone in FROM: called once, over one empty row.
+		return b.lateral(&Values{Rows: [][]Expr{{}}}, t, nil)
 	}
 	return nil, errAt(t, "%T in FROM is not supported yet", t)
 }
@@ -464,6 +467,10 @@ func (b *binder) join(j *parser.Join) (Plan, error) {
 		c.SystemTime = nil
 		right, temporal = &c, true
 	}
+	switch right.(type) {
+	case *parser.TableFunc, *parser.Unnest:
+		return b.lateral(l, right, j)
+	}
 	r, err := b.from(right)
 	if err != nil {
 		return nil, err
@@ -510,9 +517,12 @@ func (b *binder) join(j *parser.Join) (Plan, error) {
 	}
 	jp.fields = fields
 	if cond == nil {
+		markWindowJoin(jp)
 		return jp, nil
 	}
-	return absorb(jp, conjuncts(cond), b.Funcs), nil
+	out := absorb(jp, conjuncts(cond), b.Funcs)
+	markWindowJoin(jp)
+	return out, nil
 }
 
 // absorb adds conditions over a join's output to the join: an equality

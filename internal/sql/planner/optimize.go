@@ -84,7 +84,9 @@ func pushFilters(p Plan) Plan {
 			// equalities become keys, one-sided conditions filter the
 			// inputs.
 			if in.Type == "INNER" && !in.Temporal {
-				return pushFilters(absorb(in, conjuncts(x.Cond), functions.Builtins()))
+				out := absorb(in, conjuncts(x.Cond), functions.Builtins())
+				markWindowJoin(in)
+				return pushFilters(out)
 			}
 		}
 		return x
@@ -156,6 +158,8 @@ func setInput(p Plan, i int, in Plan) {
 	case *SingleRow:
 		x.Input = in
 	case *Replicate:
+		x.Input = in
+	case *Correlate:
 		x.Input = in
 	}
 }

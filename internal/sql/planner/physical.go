@@ -127,6 +127,9 @@ func (t *Translator) Translate(p Plan) (*Rows, error) {
 	case *Sort:
 		return t.sort(p)
 	case *Join:
+		if p.Window != nil && !t.Batch {
+			return t.windowJoin(p)
+		}
 		return t.join(p)
 	case *Over:
 		return t.over(p)
@@ -136,6 +139,8 @@ func (t *Translator) Translate(p Plan) (*Rows, error) {
 		return t.singleRow(p)
 	case *Replicate:
 		return t.replicate(p)
+	case *Correlate:
+		return t.correlate(p)
 	}
 	return nil, fmt.Errorf("no physical operator for %T", p)
 }
@@ -712,8 +717,11 @@ func (t *Translator) sort(p *Sort) (*Rows, error) {
 		return nil, err
 	}
 	if !t.Batch {
+		if temporalSort(p) {
+			return t.temporalSortOp(in, p), nil
+		}
 		if len(p.Keys) > 0 {
-			return nil, errors.New("ORDER BY in a streaming query needs an ascending time attribute first, which is not supported yet; run it with SET 'execution.runtime-mode' = 'batch'")
+			return nil, errNonTimeSort
 		}
 		// LIMIT alone: the first rows that arrive.
 		n := p.Limit

@@ -627,31 +627,7 @@ func (t *Translator) join(p *Join) (*Rows, error) {
 	}
 	lf, rf := p.Left.Fields(), p.Right.Fields()
 	lt, rt := fieldTypes(lf), fieldTypes(rf)
-	lkt, rkt := make([]types.DataType, len(p.LeftKeys)), make([]types.DataType, len(p.RightKeys))
-	for i := range p.LeftKeys {
-		// Keys of different types are compared in their common type.
-		c, _ := types.LeastRestrictive(lt[p.LeftKeys[i]], rt[p.RightKeys[i]])
-		lkt[i], rkt[i] = c, c
-	}
-	lkeys, rkeys := p.LeftKeys, p.RightKeys
-	keyFn := func(keys []int, from, to []types.DataType) func(types.Record) string {
-		return func(rec types.Record) string {
-			var buf []byte
-			for i, k := range keys {
-				v := rec.Row[k]
-				if v != nil && !from[k].EqualIgnoringNull(to[i]) {
-					v, _ = types.Cast(v, from[k], to[i])
-				}
-				if v == nil {
-					// NULL keys never match: a unique key keeps the row
-					// (for outer joins) without pairing it.
-					return "\x00null" + string(types.AppendRow(nil, from, rec.Row))
-				}
-				buf = types.AppendKey(buf, to[i], v)
-			}
-			return string(buf)
-		}
-	}
+	lkey, rkey := joinKeyFuncs(p, lt, rt)
 	f := &joinFunc{p: p, lTypes: lt, rTypes: rt, ctx: t, batch: t.Batch,
 		semi: p.Type == "SEMI" || p.Type == "ANTI", anti: p.Type == "ANTI", temporal: p.Temporal && !t.Batch,
 		waitRight: p.Temporal && !t.Batch && bounded(p.Right),
@@ -660,9 +636,9 @@ func (t *Translator) join(p *Join) (*Rows, error) {
 	if p.Residual != nil {
 		f.residual = compile(p.Residual)
 	}
-	ks := stream.ConnectKeyed(stream.KeyBy(l, keyFn(lkeys, lt, lkt)), stream.KeyBy(r, keyFn(rkeys, rt, rkt)))
+	ks := stream.ConnectKeyed(stream.KeyBy(l, lkey), stream.KeyBy(r, rkey))
 	s := stream.KeyedCoProcess[string, types.Record, types.Record, types.Record](ks, f).Name("Join").UID(t.nextUID("join"))
-	if len(lkeys) == 0 {
+	if len(p.LeftKeys) == 0 {
 		s = s.SetParallelism(1)
 	}
 	return withCodec(s, p.fields), nil

@@ -140,7 +140,9 @@ type Join struct {
 	// a left row joins the right rows present when it arrives, and
 	// later changes of the right side change no result.
 	Temporal bool
-	fields   []Field
+	// Window: a window join (see WindowJoin); nil for other joins.
+	Window *WindowJoin
+	fields []Field
 }
 
 // Sort orders its input and keeps rows [Offset, Offset+Limit); Limit -1
@@ -270,6 +272,9 @@ func (p *Join) describe() string {
 	if p.Residual != nil {
 		conds = append(conds, p.Residual.String())
 	}
+	if p.Window != nil {
+		return describeWindowJoin(p, conds)
+	}
 	return fmt.Sprintf("Join(joinType=[%s], where=[%s])", p.Type, strings.Join(conds, " AND "))
 }
 func (p *Sort) describe() string {
@@ -323,12 +328,15 @@ func updating(p Plan, batch bool) bool {
 	case *Aggregate:
 		return p.Window == nil
 	case *Join:
+		if p.Window != nil {
+			return updating(p.Left, batch) || updating(p.Right, batch)
+		}
 		if p.Temporal && !batch {
 			return updating(p.Left, batch)
 		}
 		return updating(p.Left, batch) || updating(p.Right, batch) || p.Type != "INNER" && p.Type != "SEMI"
 	case *Sort:
-		return updating(p.Input, batch) || p.Limit >= 0
+		return updating(p.Input, batch) || p.Limit >= 0 && !temporalSort(p)
 	case *Rank:
 		return windowEnd(p.Input, p.Partition) < 0 || updating(p.Input, batch)
 	}

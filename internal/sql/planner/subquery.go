@@ -216,6 +216,10 @@ func (b *binder) semiJoin(in Plan, sc *scope, n parser.Node, q parser.QueryExpr,
 	}
 	if len(exprs) > len(lf) {
 		j.Left = &Project{Input: in, Exprs: exprs, fields: fields}
+	}
+	markWindowJoin(j)
+	if len(exprs) > len(lf) {
+		j.Left = &Project{Input: in, Exprs: exprs, fields: fields}
 		j.fields = fields
 		// Drop the computed keys again.
 		keep := make([]Expr, len(lf))
