@@ -445,6 +445,7 @@ func (b *binder) join(j *parser.Join) (Plan, error) {
 	// the row arrives.
 	right := j.Right
 	temporal := false
+	var eventTime Expr // FOR SYSTEM_TIME AS OF a rowtime: see temporaljoin.go
 	if tn, ok := right.(*parser.TableName); ok && tn.SystemTime != nil {
 		at, err := b.expr(tn.SystemTime, &scope{fields: l.Fields()})
 		if err != nil {
@@ -453,7 +454,7 @@ func (b *binder) join(j *parser.Join) (Plan, error) {
 		switch at.Type().TimeAttr {
 		case types.TimeAttrProctime:
 		case types.TimeAttrRowtime:
-			return nil, errAt(tn.SystemTime, "event-time temporal joins (FOR SYSTEM_TIME AS OF a rowtime) are not supported yet; use a processing-time attribute")
+			eventTime = at
 		default:
 			return nil, errAt(tn.SystemTime, "FOR SYSTEM_TIME AS OF needs a time attribute of the left table, not %s", at.Type())
 		}
@@ -509,10 +510,16 @@ func (b *binder) join(j *parser.Join) (Plan, error) {
 		fields[i].Type.TimeAttr = types.TimeAttrNone
 	}
 	jp.fields = fields
-	if cond == nil {
-		return jp, nil
+	var out Plan = jp
+	if cond != nil {
+		out = absorb(jp, conjuncts(cond), b.Funcs)
 	}
-	return absorb(jp, conjuncts(cond), b.Funcs), nil
+	if eventTime != nil {
+		if err := versionedJoin(jp, eventTime, j.Right.(*parser.TableName).SystemTime, b.Funcs); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // absorb adds conditions over a join's output to the join: an equality

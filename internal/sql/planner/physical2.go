@@ -617,6 +617,9 @@ func pairRows(fromLeft bool, mine, theirs types.Row) (types.Row, types.Row) {
 }
 
 func (t *Translator) join(p *Join) (*Rows, error) {
+	if p.Versioned != nil {
+		return t.temporalJoin(p)
+	}
 	l, err := t.Translate(p.Left)
 	if err != nil {
 		return nil, err

@@ -137,7 +137,9 @@ type Join struct {
 	// a left row joins the right rows present when it arrives, and
 	// later changes of the right side change no result.
 	Temporal bool
-	fields   []Field
+	// Versioned: an event-time temporal join (temporaljoin.go).
+	Versioned *Versioned
+	fields    []Field
 }
 
 // Sort orders its input and keeps rows [Offset, Offset+Limit); Limit -1
@@ -256,6 +258,9 @@ func (p *WindowTVF) describe() string {
 }
 func (p *Union) describe() string { return "Union(all=[true], fields=[" + names(p.fields) + "])" }
 func (p *Join) describe() string {
+	if p.Temporal {
+		return p.describeTemporal()
+	}
 	l, r := p.Left.Fields(), p.Right.Fields()
 	var conds []string
 	for i := range p.LeftKeys {
