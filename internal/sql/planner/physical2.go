@@ -620,6 +620,9 @@ func (t *Translator) join(p *Join) (*Rows, error) {
 	if p.Versioned != nil {
 		return t.temporalJoin(p)
 	}
+	if s := lookupScan(p); s != nil {
+		return t.lookupJoin(p, s)
+	}
 	l, err := t.Translate(p.Left)
 	if err != nil {
 		return nil, err

@@ -173,6 +173,9 @@ func throughProject(p *Project, in []int) []int {
 }
 
 func (p *Join) describeTemporal() string {
+	if s := lookupScan(p); s != nil {
+		return p.describeLookup(s)
+	}
 	l, r := p.Left.Fields(), p.Right.Fields()
 	var conds []string
 	for i := range p.LeftKeys {
