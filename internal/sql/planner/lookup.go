@@ -93,9 +93,6 @@ func (p *Join) describeLookup(s *Scan) string {
 // lookupJoin translates a join whose right side is looked up: per left
 // row, the right rows with its key, checked against the residual.
 func (t *Translator) lookupJoin(p *Join, s *Scan) (*Rows, error) {
-	if t.Batch {
-		return nil, fmt.Errorf("table %s: lookup joins run in streaming mode", s.Table.Path)
-	}
 	rf := p.Right.Fields()
 	if len(p.LeftKeys) == 0 {
 		return nil, fmt.Errorf("table %s: a lookup join needs an equality condition on the table's columns (Temporal table join requires an equality condition on fields of table [%s])", s.Table.Path, s.Table.Path)
