@@ -284,3 +284,51 @@ func TestEventTimeTemporalJoinErrors(t *testing.T) {
 		t.Errorf("EXPLAIN shows no TemporalJoin:\n%s", plan)
 	}
 }
+
+// TestEventTimeTemporalJoinKeepsTime: the left rowtime stays a time
+// attribute after an event-time temporal join, so that a window over the
+// join's output aggregates every joined row.
+func TestEventTimeTemporalJoinKeepsTime(t *testing.T) {
+	orders := genOrders()
+	rates := genRates(false)
+	want := map[string]int{}
+	sums := map[[2]int64]int64{}
+	for _, o := range orders {
+		var best *tjRate
+		for i, r := range rates {
+			if r.k == o.k && r.ts <= o.ts && (best == nil || r.ts > best.ts) {
+				best = &rates[i]
+			}
+		}
+		if best != nil {
+			w := o.ts - o.ts%10_000
+			sums[[2]int64{w, int64(o.k[0])}] += o.amount * best.rate
+		}
+	}
+	for k, s := range sums {
+		want[fmt.Sprint(k[0], string(rune(k[1])), s)]++
+	}
+	for _, p := range []int{1, 4} {
+		tenv := newTemporalEnv(t, p)
+		ctx := context.Background()
+		if _, err := tenv.ExecuteSQL(ctx, `CREATE VIEW joined AS SELECT o.ot, o.k, o.amount * r.rate AS cost
+			FROM orders AS o JOIN rates FOR SYSTEM_TIME AS OF o.ot AS r ON o.k = r.rk`); err != nil {
+			t.Fatal(err)
+		}
+		res, err := tenv.ExecuteSQL(ctx, `SELECT window_start, k, SUM(cost)
+			FROM TABLE(TUMBLE(TABLE joined, DESCRIPTOR(ot), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, k`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, r := range res.Rows {
+			if r.Kind != types.Insert {
+				t.Fatalf("p=%d: a window emitted %s", p, r)
+			}
+			got[fmt.Sprint(millisOf(r.Row[0]), r.Row[1], r.Row[2])]++
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("p=%d: %d windows, want %d; %s", p, len(got), len(want), diff(got, want))
+		}
+	}
+}

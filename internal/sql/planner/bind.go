@@ -506,8 +506,12 @@ func (b *binder) join(j *parser.Join) (Plan, error) {
 		case "FULL":
 			fields[i].Type = fields[i].Type.Nullable()
 		}
-		// A join's output is no longer in event-time order.
-		fields[i].Type.TimeAttr = types.TimeAttrNone
+		// A join's output is no longer in event-time order, but for an
+		// event-time temporal join's left rows: they leave when the
+		// watermark passes them.
+		if eventTime == nil || i >= len(lf) {
+			fields[i].Type.TimeAttr = types.TimeAttrNone
+		}
 	}
 	jp.fields = fields
 	var out Plan = jp
