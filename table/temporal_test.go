@@ -332,3 +332,28 @@ func TestEventTimeTemporalJoinKeepsTime(t *testing.T) {
 		}
 	}
 }
+
+// TestEventTimeTemporalJoinBatch: the same join in batch mode, where the
+// inputs end and every left row joins once they have.
+func TestEventTimeTemporalJoinBatch(t *testing.T) {
+	orders := genOrders()
+	for _, join := range []string{"JOIN", "LEFT JOIN"} {
+		want := bruteTemporal(orders, genRates(false), join == "LEFT JOIN")
+		tenv := newTemporalEnv(t, 2)
+		if _, err := tenv.ExecuteSQL(context.Background(), "SET 'execution.runtime-mode' = 'batch'"); err != nil {
+			t.Fatal(err)
+		}
+		res, err := tenv.ExecuteSQL(context.Background(), fmt.Sprintf(`SELECT o.id, o.k, o.amount, o.ot, r.rk, r.rate, r.rt
+			FROM orders AS o %s rates FOR SYSTEM_TIME AS OF o.ot AS r ON o.k = r.rk`, join))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, r := range res.Rows {
+			got[rowKey(r.Row)]++
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: %d rows, want %s; %s", join, len(res.Rows), ordersOf(want), diff(got, want))
+		}
+	}
+}
