@@ -448,6 +448,7 @@ func (b *binder) join(j *parser.Join) (Plan, error) {
 	// the row arrives.
 	right := j.Right
 	temporal := false
+	var eventTime Expr // FOR SYSTEM_TIME AS OF a rowtime: see temporaljoin.go
 	if tn, ok := right.(*parser.TableName); ok && tn.SystemTime != nil {
 		at, err := b.expr(tn.SystemTime, &scope{fields: l.Fields()})
 		if err != nil {
@@ -456,7 +457,7 @@ func (b *binder) join(j *parser.Join) (Plan, error) {
 		switch at.Type().TimeAttr {
 		case types.TimeAttrProctime:
 		case types.TimeAttrRowtime:
-			return nil, errAt(tn.SystemTime, "event-time temporal joins (FOR SYSTEM_TIME AS OF a rowtime) are not supported yet; use a processing-time attribute")
+			eventTime = at
 		default:
 			return nil, errAt(tn.SystemTime, "FOR SYSTEM_TIME AS OF needs a time attribute of the left table, not %s", at.Type())
 		}
@@ -512,16 +513,24 @@ func (b *binder) join(j *parser.Join) (Plan, error) {
 		case "FULL":
 			fields[i].Type = fields[i].Type.Nullable()
 		}
-		// A join's output is no longer in event-time order.
-		fields[i].Type.TimeAttr = types.TimeAttrNone
+		// A join's output is no longer in event-time order, but for an
+		// event-time temporal join's left rows: they leave when the
+		// watermark passes them.
+		if eventTime == nil || i >= len(lf) {
+			fields[i].Type.TimeAttr = types.TimeAttrNone
+		}
 	}
 	jp.fields = fields
-	if cond == nil {
-		markWindowJoin(jp)
-		return jp, nil
+	var out Plan = jp
+	if cond != nil {
+		out = absorb(jp, conjuncts(cond), b.Funcs)
 	}
-	out := absorb(jp, conjuncts(cond), b.Funcs)
 	markWindowJoin(jp)
+	if eventTime != nil {
+		if err := versionedJoin(jp, eventTime, j.Right.(*parser.TableName).SystemTime, b.Funcs); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 

@@ -617,6 +617,12 @@ func pairRows(fromLeft bool, mine, theirs types.Row) (types.Row, types.Row) {
 }
 
 func (t *Translator) join(p *Join) (*Rows, error) {
+	if p.Versioned != nil {
+		return t.temporalJoin(p)
+	}
+	if s := lookupScan(p); s != nil {
+		return t.lookupJoin(p, s)
+	}
 	l, err := t.Translate(p.Left)
 	if err != nil {
 		return nil, err

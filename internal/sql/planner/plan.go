@@ -142,7 +142,9 @@ type Join struct {
 	Temporal bool
 	// Window: a window join (see WindowJoin); nil for other joins.
 	Window *WindowJoin
-	fields []Field
+	// Versioned: an event-time temporal join (temporaljoin.go).
+	Versioned *Versioned
+	fields    []Field
 }
 
 // Sort orders its input and keeps rows [Offset, Offset+Limit); Limit -1
@@ -264,6 +266,9 @@ func (p *WindowTVF) describe() string {
 }
 func (p *Union) describe() string { return "Union(all=[true], fields=[" + names(p.fields) + "])" }
 func (p *Join) describe() string {
+	if p.Temporal {
+		return p.describeTemporal()
+	}
 	l, r := p.Left.Fields(), p.Right.Fields()
 	var conds []string
 	for i := range p.LeftKeys {
