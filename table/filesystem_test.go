@@ -23,7 +23,7 @@ import (
 // with escaping and the default partition for NULL and ''.
 
 // fsRegions are partition values: plain, non-ASCII, characters that
-// need escaping, ” and NULL (both the default partition).
+// need escaping, the empty string and NULL (both the default partition).
 var fsRegions = []string{"'eu'", "'Zürich 東京'", "'a=b/c:d%e#'", "''", "NULL", "'us'"}
 
 // fsValues returns n random rows as SQL literals for a VALUES clause of
