@@ -36,7 +36,9 @@ func completedCheckpoints(dir string) []string {
 // partitioned filesystem table, checkpointing every 200 ms, is SIGKILLed
 // twice after completed checkpoints and resumed with --from-savepoint;
 // in the end every row is in exactly one published file, in the
-// partition directory of its key.
+// partition directory of its key. Part files roll every 100 ms, so that
+// the killed runs publish files (a run that started over instead of
+// resuming would write their rows again).
 func TestSQLPartitionedSinkSurvivesKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the weir binary")
@@ -56,7 +58,7 @@ SET 'parallelism.default' = '2';
 CREATE TABLE ev (id BIGINT, k AS 'k=' || CAST(MOD(id * 31, 7) AS STRING) || '/ü', v AS MOD(id * 17, 100))
 	WITH ('connector' = 'datagen', 'rows-per-second' = '20000', 'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '%d');
 CREATE TABLE out_t (id BIGINT, v BIGINT, k STRING) PARTITIONED BY (k)
-	WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'json');
+	WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'json', 'sink.rolling-policy.rollover-interval' = '100 ms');
 INSERT INTO out_t SELECT id, v, k FROM ev;
 `, chk, n-1, out)
 	if err := os.WriteFile(script, []byte(job), 0o644); err != nil {
