@@ -27,7 +27,8 @@ import (
 var fsRegions = []string{"'eu'", "'Zürich 東京'", "'a=b/c:d%e#'", "''", "NULL", "'us'"}
 
 // fsValues returns n random rows as SQL literals for a VALUES clause of
-// (id, name, amount, big, ts, ltz, d, tags, pt, region, day); nested
+// (id, name, amount, big, ts, ltz, d, tm, b, sm, ti, x, tags, pt, region,
+// day); nested
 // columns only with nested.
 func fsValues(rng *rand.Rand, n int, nested bool) string {
 	var rows []string
@@ -48,6 +49,11 @@ func fsValues(rng *rand.Rand, n int, nested bool) string {
 			maybe("TIMESTAMP '" + ts.Format("2006-01-02 15:04:05.000") + "'"),
 			maybe("TIMESTAMP '" + ts.Add(time.Duration(rng.IntN(1000))*time.Microsecond).Format("2006-01-02 15:04:05.000000") + "'"),
 			maybe("DATE '" + ts.Format("2006-01-02") + "'"),
+			maybe("TIME '" + ts.Format("15:04:05") + "'"),
+			maybe(fmt.Sprint(rng.IntN(2) == 0)),
+			maybe(fmt.Sprint(rng.IntN(60000) - 30000)),
+			maybe(fmt.Sprint(rng.IntN(200) - 100)),
+			maybe(fmt.Sprintf("CAST(%d.%03d AS DOUBLE)", rng.IntN(2000)-1000, rng.IntN(1000))),
 		}
 		if nested {
 			var tags []string
@@ -64,8 +70,9 @@ func fsValues(rng *rand.Rand, n int, nested bool) string {
 }
 
 func fsColumns(nested bool) (names, defs string) {
-	n := []string{"id", "name", "amount", "big", "ts", "ltz", "d"}
-	d := []string{"id BIGINT", "name STRING", "amount DECIMAL(12, 2)", "big DECIMAL(30, 4)", "ts TIMESTAMP(3)", "ltz TIMESTAMP(6)", "d DATE"}
+	n := []string{"id", "name", "amount", "big", "ts", "ltz", "d", "tm", "b", "sm", "ti", "x"}
+	d := []string{"id BIGINT", "name STRING", "amount DECIMAL(12, 2)", "big DECIMAL(30, 4)", "ts TIMESTAMP(3)", "ltz TIMESTAMP(6)", "d DATE",
+		"tm TIME", "b BOOLEAN", "sm SMALLINT", "ti TINYINT", "x DOUBLE"}
 	if nested {
 		n = append(n, "tags", "pt")
 		d = append(d, "tags ARRAY<STRING>", "pt ROW<a INT, b STRING>")
@@ -276,5 +283,27 @@ func TestFilesystemPartitionPruning(t *testing.T) {
 	})
 	if len(opened) != all {
 		t.Fatalf("WHERE id > 5 opened %d of %d files", len(opened), all)
+	}
+}
+
+// TestFilesystemParquetSchema: Parquet files are read by column name, a
+// column the files lack reads as NULL, a wider integer type reads a
+// narrower one, and types the format cannot write are refused naming the
+// column.
+func TestFilesystemParquetSchema(t *testing.T) {
+	tenv := fsEnv(t, 1)
+	dir := t.TempDir()
+	fsExec(t, tenv, fmt.Sprintf("CREATE TABLE w (a INT, b STRING) WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'parquet')", dir))
+	fsExec(t, tenv, "INSERT INTO w VALUES (1, 'x'), (2, CAST(NULL AS STRING)), (CAST(NULL AS INT), 'z')")
+	fsExec(t, tenv, fmt.Sprintf("CREATE TABLE r (b STRING, c INT, a BIGINT) WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'parquet')", dir))
+	got := fsRows(t, tenv, "SELECT * FROM r")
+	want := []string{"NULL | NULL | 2", "x | NULL | 1", "z | NULL | NULL"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	fsExec(t, tenv, fmt.Sprintf("CREATE TABLE m (k INT, attrs MAP<STRING, INT>) WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'parquet')", t.TempDir()))
+	_, err := tenv.ExecuteSQL(context.Background(), "INSERT INTO m SELECT 1, MAP['a', 1]")
+	if err == nil || !strings.Contains(err.Error(), "column attrs") || !strings.Contains(err.Error(), "not supported by the parquet format") {
+		t.Fatalf("MAP column: %v", err)
 	}
 }
