@@ -153,6 +153,46 @@ func TestSQLOnCluster(t *testing.T) {
 		t.Fatalf("on the cluster (async): %d rows, locally %d; they differ", len(got), len(want))
 	}
 
+	// A statement set is one job with both sinks; --from-savepoint goes
+	// with the submission (a savepoint that does not exist fails the job,
+	// naming it).
+	setScript := func(a, b, settings string) string {
+		return settings + `
+CREATE TEMPORARY TABLE src (id BIGINT, k INT) WITH ('connector' = 'datagen', 'number-of-rows' = '2000',
+  'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '2000', 'fields.k.min' = '0', 'fields.k.max' = '9');
+CREATE TABLE a (id BIGINT, k INT) WITH ('connector' = 'filesystem', 'path' = '` + a + `', 'format' = 'json');
+CREATE TABLE b (k INT, id BIGINT) WITH ('connector' = 'filesystem', 'path' = '` + b + `', 'format' = 'csv');
+EXECUTE STATEMENT SET BEGIN
+  INSERT INTO a SELECT id, k FROM src WHERE k < 5;
+  INSERT INTO b SELECT k, id * 10 FROM src WHERE k >= 5;
+END;
+`
+	}
+	la, lb := filepath.Join(dir, "la"), filepath.Join(dir, "lb")
+	if stdout, stderr, code := weir(t, "sql", "-f", write("set-local.sql", setScript(la, lb, ""))); code != 0 {
+		t.Fatalf("local statement set: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	ra, rb := filepath.Join(dir, "ra"), filepath.Join(dir, "rb")
+	p = startProc(t, "sql client", nil, "sql", "--jobmanager", addr, "-f", write("set.sql", setScript(ra, rb, "SET 'table.dml-sync' = 'true';\n")))
+	if code := p.waitExit(t, 90*time.Second); code != 0 {
+		t.Fatalf("statement set with --jobmanager exited %d:\n%s\n%s", code, p.stdout.String(), p.stderr.String())
+	}
+	if n := len(jobIDLine.FindAllString(p.stdout.String(), -1)); n != 1 {
+		t.Fatalf("%d Job IDs for one statement set:\n%s", n, p.stdout.String())
+	}
+	for _, d := range [][2]string{{la, ra}, {lb, rb}} {
+		want, got := readParts(t, d[0]), readParts(t, d[1])
+		if len(want) < 500 || !slices.Equal(got, want) {
+			t.Fatalf("%s: %d rows on the cluster, %d locally", d[1], len(got), len(want))
+		}
+	}
+	missing := filepath.Join(dir, "no-such-savepoint", "chk-7")
+	p = startProc(t, "sql client", nil, "sql", "--jobmanager", addr, "--from-savepoint", missing,
+		"-f", write("restore.sql", setScript(filepath.Join(dir, "xa"), filepath.Join(dir, "xb"), "SET 'table.dml-sync' = 'true';\n")))
+	if code := p.waitExit(t, 90*time.Second); code == 0 || !strings.Contains(p.stderr.String(), missing) || !strings.Contains(p.stderr.String(), "failed") {
+		t.Fatalf("--from-savepoint %s: exit %d\n%s\n%s", missing, code, p.stdout.String(), p.stderr.String())
+	}
+
 	// Queries are refused with a clear message.
 	stdout, stderr, code := weir(t, "sql", "--jobmanager", addr, "-f", write("q.sql", "SELECT 1;"))
 	if code == 0 || !strings.Contains(stderr, "cannot run on a remote cluster (--jobmanager)") {
