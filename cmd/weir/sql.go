@@ -52,7 +52,7 @@ the table, changelog and tableau result modes; HELP; lists its commands);
 with standard input not a terminal it runs the statements read from it.
 
 INSERT INTO waits for its job to finish unless 'table.dml-sync' is set to
-'false'.
+'false' (in scripts; the interactive client submits and goes on).
 
 With --jobmanager HOST:PORT, INSERT INTO and EXECUTE STATEMENT SET jobs run
 on that weir cluster instead of the embedded one: weir plans the statement,
@@ -62,8 +62,9 @@ and settings and the statement passed inline (no file of the client's is
 read there, but paths in table options are opened on the TaskManagers).
 weir prints the job's ID and goes on, as Flink's client does; with
 SET 'table.dml-sync' = 'true' it waits for the job to finish. Queries
-(SELECT) are refused with --jobmanager. SET 'execution.runtime-mode' = 'batch' runs bounded queries in
-batch mode, where GROUP BY gives final rows instead of a changelog.`,
+(SELECT) are refused with --jobmanager.
+
+SET 'execution.runtime-mode' = 'batch' runs bounded queries in batch mode, where GROUP BY gives final rows instead of a changelog.`,
 		Example: `  weir sql
   weir sql -f pipeline.sql
   weir sql -f report.sql -p 4 -D execution.runtime-mode=batch

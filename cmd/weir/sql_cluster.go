@@ -50,13 +50,13 @@ type sqlSubmitter struct {
 func newSQLSubmitter(cmd *cobra.Command, o *sqlOptions) (*sqlSubmitter, error) {
 	client, _, err := restClient(cmd, &o.clusterFlags, o.jobManager)
 	if err != nil {
-		return nil, fmt.Errorf("weir sql: --jobmanager %s: %w", o.jobManager, err)
+		return nil, fmt.Errorf("--jobmanager %s: %w", o.jobManager, err)
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 	defer cancel()
 	if _, err := client.Overview(ctx); err != nil {
 		client.Close()
-		return nil, fmt.Errorf("weir sql: cannot reach the JobManager at %s: %w", o.jobManager, err)
+		return nil, fmt.Errorf("cannot reach the JobManager at %s: %w", o.jobManager, err)
 	}
 	return &sqlSubmitter{client: client, addr: o.jobManager, o: o}, nil
 }
@@ -72,11 +72,11 @@ func (s *sqlSubmitter) upload(ctx context.Context) (string, error) {
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return "", fmt.Errorf("weir sql: the weir executable: %w", err)
+		return "", fmt.Errorf("the weir executable: %w", err)
 	}
 	sum, err := uploadExecutable(ctx, s.client, exe)
 	if err != nil {
-		return "", fmt.Errorf("weir sql: uploading the weir executable to the JobManager at %s: %w", s.addr, err)
+		return "", fmt.Errorf("uploading the weir executable to the JobManager at %s: %w", s.addr, err)
 	}
 	s.artifact = sum
 	return sum, nil
@@ -127,7 +127,7 @@ func (s *sqlSubmitter) submit(ctx context.Context, sub table.JobSubmission) (str
 	options, sets, restore, allowNonRestored := workerSettings(sub.Settings)
 	script := sets + sub.Statement + ";\n"
 	if len(cat) > maxWorkerArg || len(script) > maxWorkerArg {
-		return "", fmt.Errorf("weir sql: the catalog (%d bytes) or the statement (%d bytes) is too large to pass to the worker on its command line (at most %d bytes each)",
+		return "", fmt.Errorf("the catalog (%d bytes) or the statement (%d bytes) is too large to pass to the worker on its command line (at most %d bytes each)",
 			len(cat), len(script), maxWorkerArg)
 	}
 	sum, err := s.upload(ctx)
@@ -144,7 +144,7 @@ func (s *sqlSubmitter) submit(ctx context.Context, sub table.JobSubmission) (str
 		AllowNonRestoredState: allowNonRestored,
 	})
 	if err != nil {
-		return "", fmt.Errorf("weir sql: submitting to the JobManager at %s: %w", s.addr, err)
+		return "", fmt.Errorf("submitting to the JobManager at %s: %w", s.addr, err)
 	}
 	if strings.EqualFold(sub.Settings["table.dml-sync"], "true") {
 		if err := s.wait(ctx, id); err != nil {
