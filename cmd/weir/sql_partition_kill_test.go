@@ -38,7 +38,8 @@ func completedCheckpoints(dir string) []string {
 // in the end every row is in exactly one published file, in the
 // partition directory of its key. Part files roll every 100 ms, so that
 // the killed runs publish files (a run that started over instead of
-// resuming would write their rows again).
+// resuming would write their rows again). The success-file commit policy
+// marks every partition.
 func TestSQLPartitionedSinkSurvivesKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the weir binary")
@@ -58,7 +59,8 @@ SET 'parallelism.default' = '2';
 CREATE TABLE ev (id BIGINT, k AS 'k=' || CAST(MOD(id * 31, 7) AS STRING) || '/ü', v AS MOD(id * 17, 100))
 	WITH ('connector' = 'datagen', 'rows-per-second' = '20000', 'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '%d');
 CREATE TABLE out_t (id BIGINT, v BIGINT, k STRING) PARTITIONED BY (k)
-	WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'json', 'sink.rolling-policy.rollover-interval' = '100 ms');
+	WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'json', 'sink.rolling-policy.rollover-interval' = '100 ms',
+		'sink.partition-commit.policy.kind' = 'success-file');
 INSERT INTO out_t SELECT id, v, k FROM ev;
 `, chk, n-1, out)
 	if err := os.WriteFile(script, []byte(job), 0o644); err != nil {
@@ -103,11 +105,17 @@ INSERT INTO out_t SELECT id, v, k FROM ev;
 		restoreFrom = filepath.Dir(metas[len(metas)-1])
 	}
 	seen := make([]int, n)
+	marked, dirs := map[string]bool{}, map[string]bool{}
 	err := filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), ".") {
 			return err
 		}
 		rel, _ := filepath.Rel(out, p)
+		if d.Name() == "_SUCCESS" {
+			marked[filepath.Dir(rel)] = true
+			return nil
+		}
+		dirs[filepath.Dir(rel)] = true
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return err
@@ -130,6 +138,16 @@ INSERT INTO out_t SELECT id, v, k FROM ev;
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The partition commit policy marked every partition (at the
+	// checkpoints that published its files).
+	if len(dirs) != 7 {
+		t.Fatalf("%d partition directories, want 7: %v", len(dirs), dirs)
+	}
+	for d := range dirs {
+		if !marked[d] {
+			t.Fatalf("no _SUCCESS in %s", d)
+		}
 	}
 	for id, c := range seen {
 		if c != 1 {

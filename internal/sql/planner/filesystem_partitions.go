@@ -445,12 +445,15 @@ func filesystemSink(c *TableContext, in *Rows, fields []Field, updating bool) er
 		}
 	}
 	sink.RollOnTime(rollover, inactivity)
+	// As Flink's filesystem table sink, part files close at every
+	// checkpoint, so that rows are visible once the checkpoint after them
+	// completes (and a committed partition holds all rows before it).
+	sink.RollOnCheckpoint(true)
 	if len(ft.part) > 0 {
 		sink.Buckets(func(r types.Record, _ int64, _ time.Time) (string, error) { return ft.bucket(r.Row) })
 	}
 	var s connector.Sink[types.Record] = sink
-	if success != "" && c.Batch {
-		// Streaming jobs write no success files yet (docs/sql.md).
+	if success != "" {
 		s = &successFileSink{inner: sink, ft: ft, name: success}
 	}
 	stream.SinkTo(in, s, "Sink: "+t.Path.Name).UID(c.UID("files"))
@@ -496,9 +499,11 @@ func (e *projectEncoder) Buffered() int64 {
 	return 0
 }
 
-// successFileSink writes the success file into every partition a batch
-// job's sink subtask wrote to, once it published its files there at the
-// end of the job (sink.partition-commit.policy.kind = 'success-file').
+// successFileSink writes the success file into the partitions whose
+// files a commit published (sink.partition-commit.policy.kind =
+// 'success-file'), as Flink's default partition-commit trigger
+// (process-time, no delay) does: a streaming job at every checkpoint that
+// published files of the partition, a batch job at its end.
 type successFileSink struct {
 	inner *file.PartSink[types.Record]
 	ft    *fsTable
@@ -514,13 +519,19 @@ func (s *successFileSink) NewWriter(ctx context.Context, sc connector.SinkContex
 	if !ok {
 		return nil, fmt.Errorf("filesystem sink: unexpected writer %T", w)
 	}
-	return &successFileWriter{PartWriter: pw, s: s, buckets: map[string]bool{}}, nil
+	return &successFileWriter{PartWriter: pw, s: s, buckets: map[string]bool{}, prepared: map[string][]string{}}, nil
 }
 
 type successFileWriter struct {
 	*file.PartWriter[types.Record]
-	s       *successFileSink
-	buckets map[string]bool
+	s *successFileSink
+	// buckets were written since the last PrepareCommit; prepared holds
+	// the buckets of each prepared committable until it commits. The
+	// committables of a restored checkpoint have none here: their
+	// partitions get their success files with the next commit that
+	// publishes files there.
+	buckets  map[string]bool
+	prepared map[string][]string
 }
 
 func (w *successFileWriter) Write(r types.Record, ts int64) error {
@@ -535,21 +546,40 @@ func (w *successFileWriter) Write(r types.Record, ts int64) error {
 	return nil
 }
 
-// Commit publishes the files, then marks their partitions. A batch job
-// commits once, at its end.
+func (w *successFileWriter) PrepareCommit(checkpointID int64) ([]byte, error) {
+	c, err := w.PartWriter.PrepareCommit(checkpointID)
+	if err != nil {
+		return nil, err
+	}
+	if len(w.buckets) > 0 {
+		w.prepared[string(c)] = append(w.prepared[string(c)], slices.Sorted(maps.Keys(w.buckets))...)
+		w.buckets = map[string]bool{}
+	}
+	return c, nil
+}
+
+// Commit publishes the files, then marks their partitions.
 func (w *successFileWriter) Commit(committables [][]byte) error {
 	if err := w.PartWriter.Commit(committables); err != nil {
 		return err
 	}
 	root := strings.TrimPrefix(w.s.ft.root, "file://")
-	for _, b := range slices.Sorted(maps.Keys(w.buckets)) {
-		f, err := os.OpenFile(filepath.Join(root, filepath.FromSlash(b), w.s.name), os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			return fmt.Errorf("filesystem sink: success file: %w", err)
+	marked := map[string]bool{}
+	for _, c := range committables {
+		for _, b := range w.prepared[string(c)] {
+			if marked[b] {
+				continue
+			}
+			marked[b] = true
+			f, err := os.OpenFile(filepath.Join(root, filepath.FromSlash(b), w.s.name), os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return fmt.Errorf("filesystem sink: success file: %w", err)
+			}
+			if err := f.Close(); err != nil {
+				return errors.Join(errors.New("filesystem sink: success file"), err)
+			}
 		}
-		if err := f.Close(); err != nil {
-			return errors.Join(fmt.Errorf("filesystem sink: success file"), err)
-		}
+		delete(w.prepared, string(c))
 	}
 	return nil
 }
