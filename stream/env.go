@@ -353,7 +353,7 @@ func (env *Environment) ExecuteAsync(ctx context.Context, jobName string) (*JobC
 		w.close()
 		return nil, err
 	}
-	jc := &JobClient{job: job, Graph: jg}
+	jc := &JobClient{job: job, Graph: jg, worker: w}
 	w.start(jc)
 	if w != nil && w.net != nil {
 		go func() {
@@ -391,10 +391,20 @@ func (env *Environment) submit(ctx context.Context, jg *graph.JobGraph) (*runtim
 type JobClient struct {
 	Graph *graph.JobGraph
 	job   *runtime.Job
+	// worker, in worker mode, reports on the job; Wait waits for its
+	// final status too, so that a program that exits after Wait (weir
+	// sql's INSERT) leaves the TaskManager the job's outcome.
+	worker *worker
 }
 
 // Wait blocks until the job ends and returns its error.
-func (c *JobClient) Wait() error { return c.job.Wait() }
+func (c *JobClient) Wait() error {
+	err := c.job.Wait()
+	if c.worker != nil {
+		<-c.worker.done
+	}
+	return err
+}
 
 // Done is closed when the job has ended and its goroutines have returned.
 func (c *JobClient) Done() <-chan struct{} { return c.job.Done() }

@@ -424,7 +424,7 @@ func (w *worker) report() {
 	for {
 		select {
 		case <-w.jc.Done():
-			err := w.jc.Wait()
+			err := w.jc.job.Wait()
 			w.stopSig()
 			if w.server != nil {
 				// Shutdown, not Close: the answer to a stop-with-savepoint
@@ -454,7 +454,7 @@ func (w *worker) report() {
 // wait waits for the job and its final status; outside worker mode it is
 // jc.Wait.
 func (w *worker) wait(jc *JobClient) error {
-	err := jc.Wait()
+	err := jc.job.Wait()
 	if w != nil {
 		<-w.done
 	}

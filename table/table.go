@@ -46,6 +46,8 @@ type Environment struct {
 	// streams, when set, is the stream environment whose job SQLQuery's
 	// tables become part of (NewStreamEnvironment).
 	streams *stream.Environment
+	// submit, when set, sends INSERT jobs to a cluster (WithJobSubmitter).
+	submit JobSubmitter
 }
 
 // Option configures an Environment.
@@ -127,6 +129,9 @@ type Result struct {
 	Updating bool
 	Text     string
 	Job      *stream.JobClient
+	// JobID is the cluster's ID of a job submitted to a remote cluster
+	// (WithJobSubmitter); Job is nil then.
+	JobID string
 	// Stream delivers a running query's records as they come; it is
 	// closed when the query ends. Set for queries run with Stream.
 	Stream <-chan types.Record
@@ -684,6 +689,9 @@ func (e *Environment) insert(ctx context.Context, inserts []*parser.Insert, text
 			return nil, err
 		}
 	}
+	if e.submit != nil {
+		return e.submitRemote(ctx, env, text)
+	}
 	job, err := env.ExecuteAsync(ctx, e.jobName(text))
 	if err != nil {
 		return nil, err
@@ -743,6 +751,9 @@ func (e *Environment) query(ctx context.Context, s *parser.QueryStatement) (*Res
 // a channel of its records; the channel closes when the job ends. Cancel
 // the job to stop an unbounded query.
 func (e *Environment) Query(ctx context.Context, s *parser.QueryStatement) (*Result, error) {
+	if e.submit != nil {
+		return nil, errRemoteQuery(s.Pos().Line, s.Pos().Column)
+	}
 	pl := e.planner()
 	plan, err := pl.PlanQuery(s.Query)
 	if err != nil {

@@ -34,14 +34,14 @@ func main() {
 }
 
 // workerArgs puts the subcommand first when weir itself runs as a job's
-// worker (weir nexmark --jobmanager): a TaskManager passes its options
+// worker (weir nexmark --jobmanager, weir sql --jobmanager): a TaskManager passes its options
 // (-p, -D, --from-savepoint) before the job's arguments, which for weir
 // begin with the subcommand.
 func workerArgs(args []string) []string {
-	i := slices.Index(args, "nexmark")
+	i := slices.IndexFunc(args, func(a string) bool { return a == "nexmark" || a == "sql" })
 	if i <= 0 {
 		return args
 	}
-	out := append([]string{"nexmark"}, args[:i]...)
+	out := append([]string{args[i]}, args[:i]...)
 	return append(out, args[i+1:]...)
 }

@@ -23,6 +23,15 @@ type sqlOptions struct {
 	defines     []string
 	parallelism int
 	restore     string
+	// jobManager sends INSERT jobs to a cluster (sql_cluster.go).
+	jobManager   string
+	clusterFlags clusterFlags
+	// jobCatalog and jobScript are set by a TaskManager running weir sql
+	// as a job's worker: the client's catalog and the statements of the
+	// job; allowNonRestored comes with --from-savepoint there.
+	jobCatalog       string
+	jobScript        string
+	allowNonRestored bool
 }
 
 func newSQLCommand() *cobra.Command {
@@ -43,15 +52,40 @@ the table, changelog and tableau result modes; HELP; lists its commands);
 with standard input not a terminal it runs the statements read from it.
 
 INSERT INTO waits for its job to finish unless 'table.dml-sync' is set to
-'false'. SET 'execution.runtime-mode' = 'batch' runs bounded queries in
-batch mode, where GROUP BY gives final rows instead of a changelog.`,
+'false' (in scripts; the interactive client submits and goes on).
+
+With --jobmanager HOST:PORT, INSERT INTO and EXECUTE STATEMENT SET jobs run
+on that weir cluster instead of the embedded one: weir plans the statement,
+uploads its own executable to the JobManager and submits the job, which a
+TaskManager runs as "weir sql" in worker mode with the session's catalog
+and settings and the statement passed inline (no file of the client's is
+read there, but paths in table options are opened on the TaskManagers).
+weir prints the job's ID and goes on, as Flink's client does; with
+SET 'table.dml-sync' = 'true' it waits for the job to finish. Queries
+(SELECT) are refused with --jobmanager.
+
+SET 'execution.runtime-mode' = 'batch' runs bounded queries in batch mode, where GROUP BY gives final rows instead of a changelog.`,
 		Example: `  weir sql
   weir sql -f pipeline.sql
   weir sql -f report.sql -p 4 -D execution.runtime-mode=batch
-  echo "SELECT 1 + 1;" | weir sql`,
+  echo "SELECT 1 + 1;" | weir sql
+  weir sql --jobmanager localhost:8081 -f pipeline.sql`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runSQL(cmd.Context(), cmd.OutOrStdout(), cmd.InOrStdin(), o)
+			var extra []table.Option
+			var sub *sqlSubmitter
+			if o.jobManager != "" {
+				if o.jobScript != "" {
+					return usageErrorf(cmd, "--job-script runs a job's statements in a worker: not with --jobmanager")
+				}
+				var err error
+				if sub, err = newSQLSubmitter(cmd, &o); err != nil {
+					return err
+				}
+				defer sub.Close()
+				extra = append(extra, table.WithJobSubmitter(sub.submit), func(e *table.Environment) { sub.cat = e.Catalog() })
+			}
+			return runSQL(cmd.Context(), cmd.OutOrStdout(), cmd.InOrStdin(), o, extra...)
 		},
 	}
 	f := cmd.Flags()
@@ -60,10 +94,18 @@ batch mode, where GROUP BY gives final rows instead of a changelog.`,
 	f.StringArrayVarP(&o.defines, "define", "D", nil, "set a configuration option, `key=value` (repeatable), as SET does")
 	f.IntVarP(&o.parallelism, "parallelism", "p", 0, "default parallelism of the jobs")
 	f.StringVar(&o.restore, "from-savepoint", "", "start the jobs from a savepoint or retained checkpoint (its `directory`), as SET 'execution.savepoint.path' does")
+	f.StringVar(&o.jobManager, "jobmanager", "", "submit INSERT INTO jobs to the cluster whose JobManager's REST API is at `HOST:PORT` instead of the embedded local cluster")
+	f.StringVar(&o.clusterFlags.token, "token", "", "the cluster's security token, with --jobmanager (prefer WEIR_TOKEN)")
+	f.StringVar(&o.jobCatalog, "job-catalog", "", "worker mode: the catalog of the job, as JSON")
+	f.StringVar(&o.jobScript, "job-script", "", "worker mode: the statements of the job")
+	f.BoolVar(&o.allowNonRestored, "allow-non-restored-state", false, "with --from-savepoint, accept state no operator claims")
+	for _, n := range []string{"job-catalog", "job-script", "allow-non-restored-state"} {
+		_ = f.MarkHidden(n)
+	}
 	return cmd
 }
 
-func runSQL(ctx context.Context, out io.Writer, in io.Reader, o sqlOptions) error {
+func runSQL(ctx context.Context, out io.Writer, in io.Reader, o sqlOptions, extra ...table.Option) error {
 	cfg := config.New()
 	if o.parallelism > 0 {
 		config.Parallelism.Set(cfg, o.parallelism)
@@ -77,19 +119,29 @@ func runSQL(ctx context.Context, out io.Writer, in io.Reader, o sqlOptions) erro
 		sessionDefines = append(sessionDefines, [2]string{k, v})
 	}
 	opts := []table.Option{table.WithConfig(cfg), table.WithPrintOutput(out)}
-	if o.catalogFile != "" {
+	switch {
+	case o.jobScript != "":
+		if o.catalogFile != "" || o.file != "" {
+			return errors.New("--job-script (worker mode) takes neither -f nor --catalog-file")
+		}
+		c, err := catalog.FromSnapshot([]byte(o.jobCatalog))
+		if err != nil {
+			return err
+		}
+		opts = append(opts, table.WithCatalog(c))
+	case o.catalogFile != "":
 		c, err := catalog.Load(o.catalogFile)
 		if err != nil {
 			return err
 		}
 		opts = append(opts, table.WithCatalog(c))
 	}
-	tenv := table.NewEnvironment(opts...)
+	tenv := table.NewEnvironment(append(opts, extra...)...)
 	// On a terminal without -f, weir sql is the interactive client.
 	termOut, _ := out.(*os.File)
-	interactive := o.file == "" && isTerminalFile(in) && termOut != nil && isTerminalFile(termOut)
+	interactive := o.file == "" && o.jobScript == "" && isTerminalFile(in) && termOut != nil && isTerminalFile(termOut)
 	var first [][2]string
-	if !interactive {
+	if !interactive && o.jobManager == "" {
 		// Scripts wait for their INSERT jobs: the embedded cluster ends
 		// with the process. The client submits them and goes on, as
 		// Flink's does; they run while it does.
@@ -97,6 +149,9 @@ func runSQL(ctx context.Context, out io.Writer, in io.Reader, o sqlOptions) erro
 	}
 	if o.restore != "" {
 		first = append(first, [2]string{"execution.savepoint.path", o.restore})
+		if o.allowNonRestored {
+			first = append(first, [2]string{"execution.savepoint.ignore-unclaimed-state", "true"})
+		}
 	}
 	for _, kv := range append(first, sessionDefines...) {
 		if _, err := tenv.Execute(ctx, &parser.Set{HasKey: true, Key: kv[0], Value: kv[1]}); err != nil {
@@ -108,9 +163,12 @@ func runSQL(ctx context.Context, out io.Writer, in io.Reader, o sqlOptions) erro
 	}
 	var src []byte
 	var err error
-	if o.file != "" {
+	switch {
+	case o.jobScript != "":
+		src = []byte(o.jobScript)
+	case o.file != "":
 		src, err = os.ReadFile(o.file)
-	} else {
+	default:
 		src, err = io.ReadAll(bufio.NewReader(in))
 	}
 	if err != nil {
@@ -168,6 +226,10 @@ func runStatement(ctx context.Context, out io.Writer, tenv *table.Environment, s
 	case table.ResultText:
 		fmt.Fprintln(out, strings.TrimRight(res.Text, "\n"))
 	case table.ResultJob:
+		if res.JobID != "" {
+			printRemoteJob(out, res.JobID)
+			break
+		}
 		fmt.Fprintln(out, "[INFO] Submitting SQL update statement to the cluster...")
 		fmt.Fprintln(out, "[INFO] SQL update statement has been successfully submitted to the cluster.")
 	default:

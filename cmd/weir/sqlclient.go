@@ -289,6 +289,12 @@ func (c *sqlClient) runStatement(text string) (quit bool) {
 	case table.ResultText:
 		fmt.Fprintf(c.out, "%s\n\n", strings.TrimRight(res.Text, "\n"))
 	case table.ResultJob:
+		if res.JobID != "" {
+			// On the remote cluster (--jobmanager): weir list shows it.
+			printRemoteJob(c.out, res.JobID)
+			fmt.Fprintln(c.out)
+			break
+		}
 		j := c.register(res.Job)
 		fmt.Fprintln(c.out, "[INFO] Submitting SQL update statement to the cluster...")
 		fmt.Fprintf(c.out, "[INFO] SQL update statement has been successfully submitted to the cluster:\nJob ID: %s\n\n", j.id)

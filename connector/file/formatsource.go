@@ -26,6 +26,7 @@ type FormatSource[T any] struct {
 	paths    []string
 	interval time.Duration // > 0: monitor
 	shards   int
+	keep     func(path string) bool // nil: every file (FilterPaths)
 }
 
 var (
@@ -134,7 +135,7 @@ func (s *FormatSource[T]) Splits(ctx context.Context, parallelism int) ([]connec
 	}
 	var out []connector.Split
 	for _, f := range files {
-		if f.size > 0 {
+		if f.size > 0 && s.keeps(f.path) {
 			out = append(out, &RecordSplit{Path: f.path})
 		}
 	}
@@ -264,7 +265,7 @@ func (r *formatReader[T]) scan(ctx context.Context) error {
 				continue
 			}
 			sh.seen[f.path] = true
-			if f.size > 0 {
+			if f.size > 0 && r.src.keeps(f.path) {
 				r.queue = append(r.queue, &RecordSplit{Path: f.path})
 			}
 			break

@@ -52,6 +52,10 @@ type TableContext struct {
 	printMu *sync.Mutex
 	tr      *Translator
 	needed  []bool
+	// Filters are the conditions the scan applies to the source's rows
+	// (pushed down from WHERE); a source may use them to skip data, such
+	// as partitions, but need not.
+	Filters []Expr
 }
 
 // Needed says whether the query reads column i of the table. A source
@@ -169,20 +173,20 @@ func (c *Connectors) context(tr *Translator, t *catalog.Table) *TableContext {
 	return &TableContext{Env: tr.Env, Table: t, Batch: tr.Batch, Loc: tr.Ctx.Location(), Print: c.Print, printMu: &c.mu, tr: tr}
 }
 
-// Source builds the stream of a table's rows.
-func (c *Connectors) Source(tr *Translator, t *catalog.Table) (*Rows, error) {
-	return c.source(tr, t, nil)
+// Source builds the stream of a table's rows; filters are the scan's.
+func (c *Connectors) Source(tr *Translator, t *catalog.Table, filters ...Expr) (*Rows, error) {
+	return c.source(tr, t, nil, filters)
 }
 
 // source builds the stream of a table's rows, of which the plan reads
-// the needed columns (nil: all).
-func (c *Connectors) source(tr *Translator, t *catalog.Table, needed []bool) (*Rows, error) {
-	ctx := c.context(tr, t)
-	ctx.needed = needed
+// the needed columns (nil: all) and keeps those that pass the filters.
+func (c *Connectors) source(tr *Translator, t *catalog.Table, needed []bool, filters []Expr) (*Rows, error) {
 	conn := t.Options["connector"]
 	if conn == "" {
 		return nil, fmt.Errorf("table %s has no 'connector' option", t.Path)
 	}
+	ctx := c.context(tr, t)
+	ctx.needed, ctx.Filters = needed, filters
 	if f, ok := c.Local[conn]; ok {
 		return f(ctx)
 	}
@@ -588,63 +592,6 @@ func parseDuration(s string) (time.Duration, error) {
 	return time.Duration(n * float64(mult)), nil
 }
 
-// filesystem: CSV or JSON lines files in a directory (or one file), read
-// by the file connector and written by its exactly-once part-file sink.
-func filesystemSource(c *TableContext) (*Rows, error) {
-	t := c.Table
-	f, err := rowFormat(t)
-	if err != nil {
-		return nil, err
-	}
-	path := t.Options["path"]
-	if path == "" {
-		return nil, optionError(t, "path", "the filesystem connector needs a path")
-	}
-	// Projection push-down: columns the query does not read are not
-	// parsed.
-	f.skip = make([]bool, len(f.cols))
-	for i, col := range f.cols {
-		f.skip[i] = !c.Needed(col)
-	}
-	src := file.Source[types.Record](f, path)
-	if s, ok := t.Options["source.monitor-interval"]; ok {
-		d, err := parseDuration(s)
-		if err != nil {
-			return nil, optionError(t, "source.monitor-interval", "%v", err)
-		}
-		src.MonitorInterval(d)
-	}
-	return c.Rows(stream.FromSource[types.Record](c.Env, src, "Source: "+t.Path.Name).UID(c.UID("files"))), nil
-}
-
-func filesystemSink(c *TableContext, in *Rows, fields []Field, updating bool) error {
-	t := c.Table
-	if updating {
-		return ErrUpdatesNotSupported
-	}
-	f, err := rowFormat(t)
-	if err != nil {
-		return err
-	}
-	path := t.Options["path"]
-	if path == "" {
-		return optionError(t, "path", "the filesystem connector needs a path")
-	}
-	if len(fields) != len(physical(t)) {
-		return fmt.Errorf("table %s: the query has %d columns, the table %d physical ones", t.Path, len(fields), len(physical(t)))
-	}
-	sink := file.Sink[types.Record](path, f)
-	if s, ok := t.Options["sink.rolling-policy.file-size"]; ok {
-		n, err := parseBytes(s)
-		if err != nil {
-			return optionError(t, "sink.rolling-policy.file-size", "%v", err)
-		}
-		sink.RollOnSize(n)
-	}
-	stream.SinkTo(in, sink, "Sink: "+t.Path.Name).UID(c.UID("files"))
-	return nil
-}
-
 func parseBytes(s string) (int64, error) {
 	s = strings.ToLower(strings.TrimSpace(s))
 	mult := int64(1)
@@ -663,14 +610,11 @@ func parseBytes(s string) (int64, error) {
 	return v * mult, nil
 }
 
-// rowFormat is the file format of a filesystem table.
-func rowFormat(t *catalog.Table) (*lineFormat, error) {
-	if err := checkOptions(t, []string{"path", "format", "source.monitor-interval", "sink.rolling-policy.file-size",
-		"csv.field-delimiter", "csv.ignore-parse-errors", "csv.null-literal", "json.ignore-parse-errors"}); err != nil {
-		return nil, err
-	}
+// rowFormat is the CSV or JSON lines format of a filesystem table whose
+// files hold the columns cols (filesystem_partitions.go).
+func rowFormat(t *catalog.Table, cols []int) (*lineFormat, error) {
 	f := &lineFormat{loc: time.UTC}
-	for _, i := range physical(t) {
+	for _, i := range cols {
 		f.cols = append(f.cols, i)
 		f.names = append(f.names, t.Columns[i].Name)
 		f.types = append(f.types, t.Columns[i].Type)

@@ -15,7 +15,7 @@ import (
 // filters and, for a table with a watermark, assigns event time and
 // watermarks from its rowtime column.
 func (t *Translator) scan(p *Scan) (*Rows, error) {
-	src, err := t.Connectors.source(t, p.Table, p.Needed)
+	src, err := t.Connectors.source(t, p.Table, p.Needed, p.Filters)
 	if err != nil {
 		return nil, err
 	}
