@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/weirproject/weir/codec"
 	"github.com/weirproject/weir/internal/sql/functions"
@@ -33,6 +34,8 @@ type Translator struct {
 	// Ctx is the evaluation context (session time zone).
 	Ctx   *functions.Context
 	Funcs *functions.Registry
+	// Opts are the session's table.exec.* options.
+	Opts ExecOptions
 	// uid is the prefix of operator UIDs, derived from the statement, so
 	// that the same statement restores its state from a savepoint.
 	uid string
@@ -362,13 +365,15 @@ type aggFunc struct {
 	retract  bool
 	window   bool
 	keyTypes []types.DataType
+	// ttl expires idle groups (table.exec.state.ttl); 0 for none.
+	ttl      time.Duration
 	st       state.ValueState[[]byte]
 	args     [][]any
 	prevRows []any
 }
 
 func (f *aggFunc) Open(ctx *stream.KeyedContext[string]) error {
-	f.st = state.Value[[]byte](ctx.State(), "acc", nil)
+	f.st = bytesValue(ctx, "acc", f.ttl)
 	f.args = make([][]any, len(f.p.Aggs))
 	for i, a := range f.p.Aggs {
 		f.args[i] = make([]any, len(a.Args))
@@ -570,6 +575,9 @@ func (t *Translator) aggregate(p *Aggregate) (*Rows, error) {
 	}
 	ks := stream.KeyBy(in, func(r types.Record) string { return keyOf(r.Row, keys, keyTypes) })
 	f := &aggFunc{p: plan, keys: keys, batch: t.Batch, retract: updating(p.Input, t.Batch), window: p.Window != nil, keyTypes: keyTypes}
+	if p.Window == nil {
+		f.ttl = t.stateTTL()
+	}
 	kind := "GroupAggregate"
 	if p.Window != nil {
 		kind = "WindowAggregate"
