@@ -628,7 +628,11 @@ func (e *Environment) explain(s *parser.Explain) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	text := "== Optimized Logical Plan ==\n" + planner.Explain(plan)
+	opts, err := e.execOptions()
+	if err != nil {
+		return nil, err
+	}
+	text := "== Optimized Logical Plan ==\n" + planner.ExplainWith(plan, opts, e.batch())
 	if slices.Contains(s.Details, "CHANGELOG_MODE") {
 		mode := "[I]"
 		if planner.Updating(plan, e.batch()) {

@@ -366,7 +366,9 @@ type aggFunc struct {
 	window   bool
 	keyTypes []types.DataType
 	// ttl expires idle groups (table.exec.state.ttl); 0 for none.
-	ttl      time.Duration
+	ttl time.Duration
+	// mini: a mini-batch aggregation (miniagg.go); nil for none.
+	mini     *miniBatch
 	st       state.ValueState[[]byte]
 	args     [][]any
 	prevRows []any
@@ -377,6 +379,9 @@ func (f *aggFunc) Open(ctx *stream.KeyedContext[string]) error {
 	f.args = make([][]any, len(f.p.Aggs))
 	for i, a := range f.p.Aggs {
 		f.args[i] = make([]any, len(a.Args))
+	}
+	if f.mini != nil {
+		f.openMiniBatch()
 	}
 	return nil
 }
@@ -416,6 +421,9 @@ func (f *aggFunc) result(s *aggState) (types.Row, error) {
 }
 
 func (f *aggFunc) ProcessElement(r types.Record, ctx *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
+	if f.mini != nil {
+		return f.buffer(r, ctx, out)
+	}
 	if f.window {
 		end, _ := millis(r.Row[f.p.Keys[f.p.Window.End]])
 		if f.p.Window.Proctime {
@@ -513,6 +521,10 @@ func rowsEqual(a, b types.Row, fs []Field) bool {
 
 // OnTimer emits a window's row (or a batch group's) and clears it.
 func (f *aggFunc) OnTimer(ts int64, ctx *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
+	if f.mini != nil {
+		f.mini.timer = false // it fired
+		return f.Flush(ctx, out)
+	}
 	s, existed, err := f.load()
 	if err != nil || !existed {
 		return err
@@ -572,6 +584,9 @@ func (t *Translator) aggregate(p *Aggregate) (*Rows, error) {
 	}
 	if p.Window != nil && p.Window.Gap > 0 {
 		return t.sessionAggregate(in, p, inFields)
+	}
+	if mini, two := t.aggStrategy(p); mini {
+		return t.miniBatchAggregate(in, p, inFields, keys, keyTypes, two), nil
 	}
 	ks := stream.KeyBy(in, func(r types.Record) string { return keyOf(r.Row, keys, keyTypes) })
 	f := &aggFunc{p: plan, keys: keys, batch: t.Batch, retract: updating(p.Input, t.Batch), window: p.Window != nil, keyTypes: keyTypes}
