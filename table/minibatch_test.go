@@ -68,8 +68,10 @@ func miniBatchQueries(n int) []struct {
 		total += e.v
 		count++
 	}
-	perK, perKDistinct := map[string]int{}, map[string]int{}
+	perK, perKDistinct, rollup := map[string]int{}, map[string]int{}, map[string]int{}
+	rollup[fmt.Sprint(types.Row{nil, count, total})]++
 	for k, a := range byK {
+		rollup[fmt.Sprint(types.Row{k, a.n, a.sum})]++
 		perK[fmt.Sprint(types.Row{k, a.n, a.sum, a.max, a.min, a.sum / a.n})]++
 		perKDistinct[fmt.Sprint(types.Row{k, int64(len(distinct[k])), a.n})]++
 	}
@@ -99,6 +101,7 @@ func miniBatchQueries(n int) []struct {
 		{"over an aggregate", "SELECT c, COUNT(*), SUM(s) FROM " + inner + " GROUP BY c", overAgg},
 		{"over an aggregate with MAX", "SELECT c, COUNT(*), MAX(s) FROM " + inner + " GROUP BY c", overAggMax},
 		{"no keys", "SELECT COUNT(*), SUM(v) FROM ev", map[string]int{fmt.Sprint(types.Row{count, total}): 1}},
+		{"rollup", "SELECT k, COUNT(*), SUM(v) FROM ev GROUP BY ROLLUP(k)", rollup},
 		{"distinct", "SELECT k, COUNT(DISTINCT MOD(v, 7)), COUNT(*) FROM ev GROUP BY k", perKDistinct},
 	}
 }
