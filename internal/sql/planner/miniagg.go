@@ -97,6 +97,9 @@ func (f *aggFunc) buffer(r types.Record, ctx *stream.KeyedContext[string], out s
 // Flush applies the bundle: each key's rows to its state, one change per
 // key downstream.
 func (f *aggFunc) Flush(ctx *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
+	if f.cache != nil {
+		f.flushCache(ctx)
+	}
 	m := f.mini
 	if m == nil {
 		return nil

@@ -368,7 +368,10 @@ type aggFunc struct {
 	// ttl expires idle groups (table.exec.state.ttl); 0 for none.
 	ttl time.Duration
 	// mini: a mini-batch aggregation (miniagg.go); nil for none.
-	mini     *miniBatch
+	mini *miniBatch
+	// cached keeps decoded groups between checkpoints (aggcache.go).
+	cached   bool
+	cache    map[string]*aggState
 	st       state.ValueState[[]byte]
 	args     [][]any
 	prevRows []any
@@ -382,6 +385,9 @@ func (f *aggFunc) Open(ctx *stream.KeyedContext[string]) error {
 	}
 	if f.mini != nil {
 		f.openMiniBatch()
+	}
+	if f.cached {
+		f.cache = map[string]*aggState{}
 	}
 	return nil
 }
@@ -439,7 +445,7 @@ func (f *aggFunc) ProcessElement(r types.Record, ctx *stream.KeyedContext[string
 			ctx.RegisterEventTimeTimer(end - 1)
 		}
 	}
-	s, existed, err := f.load()
+	s, existed, err := f.loadCached(ctx)
 	if err != nil {
 		return err
 	}
@@ -486,13 +492,13 @@ func (f *aggFunc) ProcessElement(r types.Record, ctx *stream.KeyedContext[string
 		return nil
 	}
 	if s.count <= 0 {
-		f.st.Clear()
+		f.drop(ctx)
 		if existed {
 			out.Collect(types.Record{Kind: types.Delete, Row: before})
 		}
 		return nil
 	}
-	f.st.Update(s.encode(f.keyTypes))
+	f.store(ctx, s)
 	after, err := f.result(s)
 	if err != nil {
 		return err
@@ -592,6 +598,7 @@ func (t *Translator) aggregate(p *Aggregate) (*Rows, error) {
 	f := &aggFunc{p: plan, keys: keys, batch: t.Batch, retract: updating(p.Input, t.Batch), window: p.Window != nil, keyTypes: keyTypes}
 	if p.Window == nil {
 		f.ttl = t.stateTTL()
+		f.cached = !t.Batch && f.ttl == 0
 	}
 	kind := "GroupAggregate"
 	if p.Window != nil {
