@@ -175,6 +175,7 @@ func (c *keyedCore[K, U]) begin(key K, ts int64) {
 // EmitWatermark fires the event-time timers the watermark passed, then
 // forwards it: results of timers precede the watermark downstream.
 func (c *keyedCore[K, U]) EmitWatermark(wm int64) {
+	c.flush()
 	c.ctx.timers.AdvanceWatermark(wm)
 	c.col.out.EmitWatermark(wm)
 	c.oc.ForwardToSideOutputs(wm)
@@ -213,6 +214,7 @@ func (c *keyedCore[K, U]) Open() error {
 }
 
 func (c *keyedCore[K, U]) Finish() error {
+	c.flush()
 	if f, ok := c.userFn.(Finisher[U]); ok {
 		c.oc.Enter()
 		return f.Finish(&c.ctx.Context, &c.col)

@@ -234,6 +234,11 @@ func ToChangelogStream(t *Table) (*stream.Stream[types.Record], error) {
 	}
 	pl := e.planner()
 	tr := planner.NewTranslator(e.streams, strings.Join(strings.Fields(t.text), " "), e.batch(), e.conns, e.funcs, pl.Ctx)
+	opts, err := e.execOptions()
+	if err != nil {
+		return nil, err
+	}
+	tr.Opts = opts
 	return tr.Translate(t.plan)
 }
 

@@ -233,6 +233,9 @@ func (e *Environment) set(s *parser.Set) (*Result, error) {
 			return nil, err
 		}
 	}
+	if err := planner.CheckExecOption(s.Key, s.Value); err != nil {
+		return nil, err
+	}
 	if s.Key == "table.local-time-zone" {
 		if _, err := time.LoadLocation(s.Value); err != nil {
 			return nil, fmt.Errorf("table.local-time-zone: %q is not a time zone: %w", s.Value, err)
@@ -631,7 +634,11 @@ func (e *Environment) explain(s *parser.Explain) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	text := "== Optimized Logical Plan ==\n" + planner.Explain(plan)
+	opts, err := e.execOptions()
+	if err != nil {
+		return nil, err
+	}
+	text := "== Optimized Logical Plan ==\n" + planner.ExplainWith(plan, opts, e.batch())
 	if slices.Contains(s.Details, "CHANGELOG_MODE") {
 		mode := "[I]"
 		if planner.Updating(plan, e.batch()) {
@@ -666,6 +673,13 @@ func (e *Environment) environment() (*stream.Environment, error) {
 	return env, nil
 }
 
+// execOptions reads the table.exec.* options of the session's settings.
+func (e *Environment) execOptions() (planner.ExecOptions, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return planner.ParseExecOptions(e.settings)
+}
+
 func (e *Environment) jobName(text string) string {
 	if n, ok := e.Setting("pipeline.name"); ok {
 		return n
@@ -684,6 +698,9 @@ func (e *Environment) insert(ctx context.Context, inserts []*parser.Insert, text
 	}
 	pl := e.planner()
 	tr := planner.NewTranslator(env, strings.Join(strings.Fields(text), " "), e.batch(), e.conns, e.funcs, pl.Ctx)
+	if tr.Opts, err = e.execOptions(); err != nil {
+		return nil, err
+	}
 	for _, ins := range inserts {
 		if err := e.planInsert(pl, tr, ins); err != nil {
 			return nil, err
@@ -764,6 +781,9 @@ func (e *Environment) Query(ctx context.Context, s *parser.QueryStatement) (*Res
 		return nil, err
 	}
 	tr := planner.NewTranslator(env, strings.Join(strings.Fields(s.SourceText()), " "), e.batch(), e.conns, e.funcs, pl.Ctx)
+	if tr.Opts, err = e.execOptions(); err != nil {
+		return nil, err
+	}
 	rows, err := tr.Translate(plan)
 	if err != nil {
 		return nil, err

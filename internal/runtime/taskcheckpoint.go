@@ -105,6 +105,7 @@ func (t *Task) isSavepoint(id int64) bool {
 func (t *Task) snapshot(id int64, align bool) *pendingCheckpoint {
 	p := &pendingCheckpoint{id: id, snap: &TaskSnapshot{Vertex: t.vertexID, Subtask: t.subtask, Parallelism: t.parallelism,
 		Operators: make(map[string][]byte), MaxParallelism: make(map[string]int), UIDs: t.uids, Finished: t.finished}}
+	t.prepareBarrier(id)
 	for _, ns := range t.snapshotters {
 		t.current = ns.info
 		if as, ok := ns.s.(AsyncSnapshotter); ok {

@@ -52,6 +52,36 @@ type Aggregate struct {
 	// New returns an empty accumulator; retract selects the variant that
 	// supports Retract (needed when the input is an updating changelog).
 	New func(retract bool) Accumulator
+	// Merges says whether two-phase aggregation may compute the aggregate
+	// as local accumulators that a global one merges (Merge).
+	Merges MergeKind
+}
+
+// MergeKind says when an aggregate's partial accumulators merge exactly.
+type MergeKind uint8
+
+const (
+	// MergeNever: aggregate in one phase (user aggregates, DISTINCT).
+	MergeNever MergeKind = iota
+	// MergeAppend: partial accumulators of append-only input merge.
+	MergeAppend
+	// MergeAlways: partial accumulators merge also when the input has
+	// retractions, which a local accumulator may hold without the rows
+	// they retract (negative contributions): COUNT, SUM, AVG, the
+	// variances and COLLECT.
+	MergeAlways
+)
+
+// CanMerge reports whether the aggregate's accumulators merge exactly
+// for an input with (retract) or without retractions.
+func (a *Aggregate) CanMerge(retract bool) bool {
+	if a.Distinct {
+		return false
+	}
+	if retract {
+		return a.Merges == MergeAlways
+	}
+	return a.Merges != MergeNever
 }
 
 type aggResolver func(args []types.DataType) (*Aggregate, error)
@@ -152,7 +182,7 @@ func (r *Registry) RegisterAggregate(name string, f AggregateFunc) error {
 func registerAggregates(r *Registry) {
 	r.addAgg("COUNT", "COUNT(*) | COUNT(<ANY>...)", func(args []types.DataType) (*Aggregate, error) {
 		star := len(args) == 0
-		return &Aggregate{Result: tBigInt.NotNull(), New: func(bool) Accumulator { return &countAcc{star: star} }}, nil
+		return &Aggregate{Result: tBigInt.NotNull(), New: func(bool) Accumulator { return &countAcc{star: star} }, Merges: MergeAlways}, nil
 	})
 	numeric1 := func(args []types.DataType) bool { return len(args) == 1 && isNumeric(args[0]) }
 	for _, n := range []string{"SUM", "SUM0"} {
@@ -163,7 +193,7 @@ func registerAggregates(r *Registry) {
 			}
 			t := nullToInt(args[0])
 			res := types.SumType(t).WithNullable(!zero)
-			return &Aggregate{Result: res, New: func(bool) Accumulator { return &sumAcc{res: res, zero: zero} }}, nil
+			return &Aggregate{Result: res, New: func(bool) Accumulator { return &sumAcc{res: res, zero: zero} }, Merges: MergeAlways}, nil
 		})
 	}
 	r.addAgg("AVG", "AVG(<NUMERIC>)", func(args []types.DataType) (*Aggregate, error) {
@@ -174,7 +204,7 @@ func registerAggregates(r *Registry) {
 		res := types.AvgType(t)
 		return &Aggregate{Result: res, New: func(bool) Accumulator {
 			return &avgAcc{sum: sumAcc{res: types.SumType(t)}, res: res}
-		}}, nil
+		}, Merges: MergeAlways}, nil
 	})
 	for _, n := range []string{"MIN", "MAX"} {
 		isMax := n == "MAX"
@@ -185,7 +215,7 @@ func registerAggregates(r *Registry) {
 			t := args[0]
 			return &Aggregate{Result: t.Nullable(), New: func(retract bool) Accumulator {
 				return &minMaxAcc{t: t, max: isMax, retract: retract, counts: map[string]*mmEntry{}}
-			}}, nil
+			}, Merges: MergeAppend}, nil
 		})
 	}
 	for _, n := range []string{"FIRST_VALUE", "LAST_VALUE"} {
@@ -197,14 +227,14 @@ func registerAggregates(r *Registry) {
 			t := args[0]
 			return &Aggregate{Result: t.Nullable(), New: func(retract bool) Accumulator {
 				return &firstLastAcc{t: t, last: last, retract: retract}
-			}}, nil
+			}, Merges: MergeAppend}, nil
 		})
 	}
 	r.addAgg("LISTAGG", "LISTAGG(<STRING> [, <STRING>])", func(args []types.DataType) (*Aggregate, error) {
 		if len(args) < 1 || len(args) > 2 || !isString(args[0]) || len(args) == 2 && !isString(args[1]) {
 			return nil, nil
 		}
-		return &Aggregate{Result: tString, New: func(bool) Accumulator { return &listAggAcc{sep: ","} }}, nil
+		return &Aggregate{Result: tString, New: func(bool) Accumulator { return &listAggAcc{sep: ","} }, Merges: MergeAppend}, nil
 	})
 	for _, n := range []string{"STDDEV_POP", "STDDEV_SAMP", "STDDEV", "VAR_POP", "VAR_SAMP", "VARIANCE"} {
 		pop := strings.HasSuffix(n, "_POP")
@@ -216,7 +246,7 @@ func registerAggregates(r *Registry) {
 			res := types.AvgType(nullToInt(args[0]))
 			return &Aggregate{Result: res, New: func(bool) Accumulator {
 				return &varAcc{res: res, pop: pop, sqrt: sqrt}
-			}}, nil
+			}, Merges: MergeAlways}, nil
 		})
 	}
 	r.addAgg("COLLECT", "COLLECT(<ANY>)", func(args []types.DataType) (*Aggregate, error) {
@@ -226,7 +256,7 @@ func registerAggregates(r *Registry) {
 		t := args[0]
 		return &Aggregate{Result: types.Multiset(t).NotNull(), New: func(bool) Accumulator {
 			return &collectAcc{t: t, counts: map[string]*mmEntry{}}
-		}}, nil
+		}, Merges: MergeAlways}, nil
 	})
 }
 

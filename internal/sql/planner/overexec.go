@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/weirproject/weir/internal/sql/functions"
 	"github.com/weirproject/weir/internal/sql/types"
@@ -89,10 +90,12 @@ type rankFunc struct {
 	final   bool // batch or windowed: emit once, at the end
 	endCol  int  // window_end column, -1
 	keepAll bool
+	// ttl expires idle partitions (table.exec.state.ttl); 0 for none.
+	ttl time.Duration
 }
 
 func (f *rankFunc) Open(ctx *stream.KeyedContext[string]) error {
-	f.st = state.Value[[]byte](ctx.State(), "rows", nil)
+	f.st = bytesValue(ctx, "rows", f.ttl)
 	return nil
 }
 
@@ -247,6 +250,9 @@ func (t *Translator) rank(p *Rank) (*Rows, error) {
 	ts := fieldTypes(inFields)
 	end := windowEnd(p.Input, p.Partition)
 	f := &rankFunc{p: p, ts: ts, list: rowList{ts}, final: t.Batch || end >= 0, endCol: end, keepAll: updating(p.Input, t.Batch)}
+	if !f.final {
+		f.ttl = t.stateTTL()
+	}
 	s := stream.KeyedProcess[string, types.Record, types.Record](partitionKey(in, p.Partition, inFields), f).Name("Rank").UID(t.nextUID("rank"))
 	if len(p.Partition) == 0 {
 		s = s.SetParallelism(1)

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/weirproject/weir/codec"
 	"github.com/weirproject/weir/internal/sql/functions"
@@ -33,6 +34,8 @@ type Translator struct {
 	// Ctx is the evaluation context (session time zone).
 	Ctx   *functions.Context
 	Funcs *functions.Registry
+	// Opts are the session's table.exec.* options.
+	Opts ExecOptions
 	// uid is the prefix of operator UIDs, derived from the statement, so
 	// that the same statement restores its state from a savepoint.
 	uid string
@@ -367,16 +370,29 @@ type aggFunc struct {
 	retract  bool
 	window   bool
 	keyTypes []types.DataType
+	// ttl expires idle groups (table.exec.state.ttl); 0 for none.
+	ttl time.Duration
+	// mini: a mini-batch aggregation (miniagg.go); nil for none.
+	mini *miniBatch
+	// cached keeps decoded groups between checkpoints (aggcache.go).
+	cached   bool
+	cache    map[string]*aggState
 	st       state.ValueState[[]byte]
 	args     [][]any
 	prevRows []any
 }
 
 func (f *aggFunc) Open(ctx *stream.KeyedContext[string]) error {
-	f.st = state.Value[[]byte](ctx.State(), "acc", nil)
+	f.st = bytesValue(ctx, "acc", f.ttl)
 	f.args = make([][]any, len(f.p.Aggs))
 	for i, a := range f.p.Aggs {
 		f.args[i] = make([]any, len(a.Args))
+	}
+	if f.mini != nil {
+		f.openMiniBatch()
+	}
+	if f.cached {
+		f.cache = map[string]*aggState{}
 	}
 	return nil
 }
@@ -416,6 +432,9 @@ func (f *aggFunc) result(s *aggState) (types.Row, error) {
 }
 
 func (f *aggFunc) ProcessElement(r types.Record, ctx *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
+	if f.mini != nil {
+		return f.buffer(r, ctx, out)
+	}
 	if f.window {
 		end, _ := millis(r.Row[f.p.Keys[f.p.Window.End]])
 		if f.p.Window.Proctime {
@@ -431,7 +450,7 @@ func (f *aggFunc) ProcessElement(r types.Record, ctx *stream.KeyedContext[string
 			ctx.RegisterEventTimeTimer(end - 1)
 		}
 	}
-	s, existed, err := f.load()
+	s, existed, err := f.loadCached(ctx)
 	if err != nil {
 		return err
 	}
@@ -478,13 +497,13 @@ func (f *aggFunc) ProcessElement(r types.Record, ctx *stream.KeyedContext[string
 		return nil
 	}
 	if s.count <= 0 {
-		f.st.Clear()
+		f.drop(ctx)
 		if existed {
 			out.Collect(types.Record{Kind: types.Delete, Row: before})
 		}
 		return nil
 	}
-	f.st.Update(s.encode(f.keyTypes))
+	f.store(ctx, s)
 	after, err := f.result(s)
 	if err != nil {
 		return err
@@ -513,6 +532,10 @@ func rowsEqual(a, b types.Row, fs []Field) bool {
 
 // OnTimer emits a window's row (or a batch group's) and clears it.
 func (f *aggFunc) OnTimer(ts int64, ctx *stream.KeyedContext[string], out stream.Collector[types.Record]) error {
+	if f.mini != nil {
+		f.mini.timer = false // it fired
+		return f.Flush(ctx, out)
+	}
 	s, existed, err := f.load()
 	if err != nil || !existed {
 		return err
@@ -573,8 +596,15 @@ func (t *Translator) aggregate(p *Aggregate) (*Rows, error) {
 	if p.Window != nil && p.Window.Gap > 0 {
 		return t.sessionAggregate(in, p, inFields)
 	}
+	if mini, two := t.aggStrategy(p); mini {
+		return t.miniBatchAggregate(in, p, inFields, keys, keyTypes, two), nil
+	}
 	ks := stream.KeyBy(in, func(r types.Record) string { return keyOf(r.Row, keys, keyTypes) })
 	f := &aggFunc{p: plan, keys: keys, batch: t.Batch, retract: updating(p.Input, t.Batch), window: p.Window != nil, keyTypes: keyTypes}
+	if p.Window == nil {
+		f.ttl = t.stateTTL()
+		f.cached = !t.Batch && f.ttl == 0
+	}
 	kind := "GroupAggregate"
 	if p.Window != nil {
 		kind = "WindowAggregate"

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/weirproject/weir/internal/sql/functions"
 	"github.com/weirproject/weir/internal/sql/types"
@@ -105,11 +106,13 @@ type joinFunc struct {
 	interval *intervalBounds
 	evalCtx  *functions.Context
 	ctx      *Translator
+	// ttl expires each side's rows (table.exec.state.ttl); 0 for none.
+	ttl time.Duration
 }
 
 func (f *joinFunc) Open(ctx *stream.KeyedContext[string]) error {
-	f.left = state.Map[string, int64](ctx.State(), "left")
-	f.right = state.Map[string, int64](ctx.State(), "right")
+	f.left = countMap(ctx, "left", f.ttl)
+	f.right = countMap(ctx, "right", f.ttl)
 	f.evalCtx = subtaskContext(f.ctx.Ctx)
 	if f.waitRight {
 		f.waiting = state.List[[]byte](ctx.State(), "waiting")
@@ -641,6 +644,9 @@ func (t *Translator) join(p *Join) (*Rows, error) {
 		leftOuter: p.Type == "LEFT" || p.Type == "FULL", rightOut: p.Type == "RIGHT" || p.Type == "FULL"}
 	if p.Residual != nil {
 		f.residual = compile(p.Residual)
+	}
+	if !f.temporal && f.interval == nil {
+		f.ttl = t.stateTTL()
 	}
 	ks := stream.ConnectKeyed(stream.KeyBy(l, lkey), stream.KeyBy(r, rkey))
 	s := stream.KeyedCoProcess[string, types.Record, types.Record, types.Record](ks, f).Name("Join").UID(t.nextUID("join"))
