@@ -70,6 +70,10 @@ func (s *Stream[T]) UID(uid string) *Stream[T] {
 	return s
 }
 
+// Parallelism is the operator's number of parallel subtasks as set with
+// SetParallelism, or 0 when it takes the job's default.
+func (s *Stream[T]) Parallelism() int { return s.node.Parallelism }
+
 // SetParallelism sets the operator's number of parallel subtasks.
 func (s *Stream[T]) SetParallelism(n int) *Stream[T] {
 	if s.settable("the parallelism") {

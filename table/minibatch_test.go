@@ -114,12 +114,6 @@ func TestMiniBatchAggregationMatchesBruteForce(t *testing.T) {
 	ctx := context.Background()
 	for _, q := range miniBatchQueries(n) {
 		for _, p := range []int{1, 2, 4} {
-			if q.name == "no keys" && p > 1 {
-				// Known gap (also without mini-batch): the operators
-				// after a keyless aggregation run at the default
-				// parallelism, so its -U and +U may pass each other.
-				continue
-			}
 			changes := map[string]int{}
 			for _, mode := range aggModes {
 				tenv := newStreamingEnv(t, n, p)

@@ -169,7 +169,7 @@ func (t *Translator) correlate(p *Correlate) (*Rows, error) {
 	outTypes := fieldTypes(p.fields[n:])
 	f := &correlateFunc{n: n, width: width, args: argEvals, argType: argType, fn: fn, ordinality: ordinality, outer: outer, outTypes: outTypes, tr: t}
 	out := stream.Process(in, f).Name("Correlate")
-	return withCodec(t.keepOrder(p.Input, out), p.fields), nil
+	return withCodec(t.keepOrder(p.Input, in, out), p.fields), nil
 }
 
 type correlateFunc struct {

@@ -106,13 +106,13 @@ func (t *Translator) Translate(p Plan) (*Rows, error) {
 		if err != nil {
 			return nil, err
 		}
-		return t.keepOrder(p.Input, t.calc(in, p.Exprs, nil, p.fields)), nil
+		return t.keepOrder(p.Input, in, t.calc(in, p.Exprs, nil, p.fields)), nil
 	case *Filter:
 		in, err := t.Translate(p.Input)
 		if err != nil {
 			return nil, err
 		}
-		return t.keepOrder(p.Input, t.calc(in, nil, p.Cond, p.Input.Fields())), nil
+		return t.keepOrder(p.Input, in, t.calc(in, nil, p.Cond, p.Input.Fields())), nil
 	case *WindowTVF:
 		return t.windowTVF(p)
 	case *Aggregate:
@@ -149,9 +149,11 @@ func (t *Translator) Translate(p Plan) (*Rows, error) {
 }
 
 // keepOrder runs an operator above a sort in the sort's one subtask, so
-// that the order reaches the sink.
-func (t *Translator) keepOrder(in Plan, s *Rows) *Rows {
-	if sorted(in) {
+// that the order reaches the sink; and above an updating operator that
+// runs in one subtask (an aggregation without keys), so that its -U and
+// +U rows cannot pass each other on the way to different subtasks.
+func (t *Translator) keepOrder(in Plan, inRows, s *Rows) *Rows {
+	if sorted(in) || inRows.Parallelism() == 1 && updating(in, t.Batch) {
 		return s.SetParallelism(1)
 	}
 	return s
