@@ -84,9 +84,8 @@ func (g *exprWatermarks) OnPeriodicEmit(out stream.WatermarkOutput) {
 // sides emit a NULL-padded row while they have no match, withdrawn once a
 // match arrives.
 type joinFunc struct {
+	joinRows
 	p                   *Join
-	lTypes, rTypes      []types.DataType
-	residual            evaluator
 	left, right         state.MapState[string, int64]
 	leftOuter, rightOut bool
 	// batch: the inputs end, so NULL-padded rows wait for the end of the
@@ -104,7 +103,6 @@ type joinFunc struct {
 	waiting   state.ListState[[]byte] // encoded left records
 	// interval: an interval join, whose state expires by the watermark.
 	interval *intervalBounds
-	evalCtx  *functions.Context
 	ctx      *Translator
 	// ttl expires each side's rows (table.exec.state.ttl); 0 for none.
 	ttl time.Duration
@@ -469,18 +467,27 @@ func (f *joinFunc) OnTimer(ts int64, ctx *stream.KeyedContext[string], out strea
 	return nil
 }
 
-func (f *joinFunc) concat(l, r types.Row) types.Row {
-	row := make(types.Row, len(f.lTypes)+len(f.rTypes))
+// joinRows is what every join operator does with a pair of rows:
+// concatenate them, and check the join's residual condition on the
+// concatenation. The join operators embed it.
+type joinRows struct {
+	lTypes, rTypes []types.DataType
+	residual       evaluator // nil: none
+	evalCtx        *functions.Context
+}
+
+func (j *joinRows) concat(l, r types.Row) types.Row {
+	row := make(types.Row, len(j.lTypes)+len(j.rTypes))
 	copy(row, l)
-	copy(row[len(f.lTypes):], r)
+	copy(row[len(j.lTypes):], r)
 	return row
 }
 
-func (f *joinFunc) matches(l, r types.Row) (bool, error) {
-	if f.residual == nil {
+func (j *joinRows) matches(l, r types.Row) (bool, error) {
+	if j.residual == nil {
 		return true, nil
 	}
-	v, err := f.residual(f.evalCtx, f.concat(l, r))
+	v, err := j.residual(j.evalCtx, j.concat(l, r))
 	return v == true, err
 }
 
@@ -637,7 +644,7 @@ func (t *Translator) join(p *Join) (*Rows, error) {
 	lf, rf := p.Left.Fields(), p.Right.Fields()
 	lt, rt := fieldTypes(lf), fieldTypes(rf)
 	lkey, rkey := joinKeyFuncs(p, lt, rt)
-	f := &joinFunc{p: p, lTypes: lt, rTypes: rt, ctx: t, batch: t.Batch,
+	f := &joinFunc{joinRows: joinRows{lTypes: lt, rTypes: rt}, p: p, ctx: t, batch: t.Batch,
 		semi: p.Type == "SEMI" || p.Type == "ANTI", anti: p.Type == "ANTI", temporal: p.Temporal && !t.Batch,
 		waitRight: p.Temporal && !t.Batch && bounded(p.Right),
 		interval:  map[bool]*intervalBounds{false: intervalOf(p)}[t.Batch],

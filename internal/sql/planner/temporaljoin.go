@@ -207,7 +207,7 @@ func (t *Translator) temporalJoin(p *Join) (*Rows, error) {
 	for i := range kt {
 		kt[i], _ = types.LeastRestrictive(lt[p.LeftKeys[i]], rt[p.RightKeys[i]])
 	}
-	f := &temporalJoinFunc{lTypes: lt, rTypes: rt, v: p.Versioned, outer: p.Type == "LEFT", ctx: t}
+	f := &temporalJoinFunc{joinRows: joinRows{lTypes: lt, rTypes: rt}, v: p.Versioned, outer: p.Type == "LEFT", ctx: t}
 	if p.Residual != nil {
 		f.residual = compile(p.Residual)
 	}
@@ -243,12 +243,10 @@ func versionKey(keys []int, from, to []types.DataType) func(types.Record) string
 // version at or before its time; versions older than the latest one at or
 // below the watermark can no longer be chosen and are dropped.
 type temporalJoinFunc struct {
-	lTypes, rTypes []types.DataType
-	v              *Versioned
-	outer          bool
-	residual       evaluator
-	ctx            *Translator
-	evalCtx        *functions.Context
+	joinRows
+	v     *Versioned
+	outer bool
+	ctx   *Translator
 	// left: time -> encoded left records at that time; right: time ->
 	// encoded right record (its kind says whether it is a version).
 	left, right state.MapState[int64, []byte]
@@ -392,11 +390,4 @@ func (f *temporalJoinFunc) emit(l types.Record, vs []version, ts int64, out stre
 		out.Collect(types.Record{Kind: l.Kind, Row: f.concat(l.Row, nil)})
 	}
 	return nil
-}
-
-func (f *temporalJoinFunc) concat(l, r types.Row) types.Row {
-	row := make(types.Row, len(f.lTypes)+len(f.rTypes))
-	copy(row, l)
-	copy(row[len(f.lTypes):], r)
-	return row
 }

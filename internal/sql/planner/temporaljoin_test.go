@@ -46,7 +46,7 @@ func TestTemporalJoinChangelogVersions(t *testing.T) {
 		env := stream.NewEnvironmentWithConfig(cfg)
 		l := withCodec(stream.FromSlice(env, left), []Field{{Name: "k", Type: ltypes[0]}, {Name: "id", Type: ltypes[1]}, {Name: "t", Type: ltypes[2]}})
 		r := withCodec(stream.FromSlice(env, right), []Field{{Name: "k", Type: rtypes[0]}, {Name: "rate", Type: rtypes[1]}, {Name: "t", Type: rtypes[2]}})
-		f := &temporalJoinFunc{lTypes: ltypes, rTypes: rtypes, v: &Versioned{LeftTime: 2, RightTime: 2, PK: []int{0}}, outer: outer,
+		f := &temporalJoinFunc{joinRows: joinRows{lTypes: ltypes, rTypes: rtypes}, v: &Versioned{LeftTime: 2, RightTime: 2, PK: []int{0}}, outer: outer,
 			ctx: &Translator{Ctx: &functions.Context{}}}
 		key := versionKey([]int{0}, ltypes, ltypes[:1])
 		ks := stream.ConnectKeyed(stream.KeyBy(l, key), stream.KeyBy(r, key))

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/weirproject/weir/internal/sql/functions"
 	"github.com/weirproject/weir/internal/sql/types"
 	"github.com/weirproject/weir/state"
 	"github.com/weirproject/weir/stream"
@@ -118,14 +117,12 @@ func describeWindowJoin(p *Join, conds []string) string {
 // the window's state is then cleared. Rows of a window that has fired are
 // late and dropped, as in Flink.
 type windowJoinFunc struct {
+	joinRows
 	p                     *Join
-	lTypes, rTypes        []types.DataType
 	lEnd, rEnd            int
-	residual              evaluator
 	left, right           state.ListState[[]byte]
 	leftOuter, rightOuter bool
 	semi, anti            bool
-	evalCtx               *functions.Context
 	tr                    *Translator
 }
 
@@ -221,21 +218,6 @@ func (f *windowJoinFunc) OnTimer(_ int64, _ *stream.KeyedContext[string], out st
 	return nil
 }
 
-func (f *windowJoinFunc) concat(l, r types.Row) types.Row {
-	row := make(types.Row, len(f.lTypes)+len(f.rTypes))
-	copy(row, l)
-	copy(row[len(f.lTypes):], r)
-	return row
-}
-
-func (f *windowJoinFunc) matches(l, r types.Row) (bool, error) {
-	if f.residual == nil {
-		return true, nil
-	}
-	v, err := f.residual(f.evalCtx, f.concat(l, r))
-	return v == true, err
-}
-
 // windowJoin translates a window join: both inputs keyed by the join keys
 // (window_start and window_end among them), joined per window on the
 // watermark.
@@ -250,7 +232,7 @@ func (t *Translator) windowJoin(p *Join) (*Rows, error) {
 	}
 	lt, rt := fieldTypes(p.Left.Fields()), fieldTypes(p.Right.Fields())
 	lkey, rkey := joinKeyFuncs(p, lt, rt)
-	f := &windowJoinFunc{p: p, lTypes: lt, rTypes: rt, lEnd: p.Window.LeftEnd, rEnd: p.Window.RightEnd, tr: t,
+	f := &windowJoinFunc{joinRows: joinRows{lTypes: lt, rTypes: rt}, p: p, lEnd: p.Window.LeftEnd, rEnd: p.Window.RightEnd, tr: t,
 		leftOuter: p.Type == "LEFT" || p.Type == "FULL", rightOuter: p.Type == "RIGHT" || p.Type == "FULL",
 		semi: p.Type == "SEMI" || p.Type == "ANTI", anti: p.Type == "ANTI"}
 	if p.Residual != nil {
