@@ -467,28 +467,8 @@ func (f *aggFunc) ProcessElement(r types.Record, ctx *stream.KeyedContext[string
 			s.keyRow[i] = r.Row[k]
 		}
 	}
-	add := r.Kind.IsAccumulate()
-	for i, a := range f.p.Aggs {
-		if a.Filter >= 0 && r.Row[a.Filter] != true {
-			continue
-		}
-		args := f.args[i]
-		for j, c := range a.Args {
-			args[j] = r.Row[c]
-		}
-		if add {
-			err = s.accs[i].Add(args)
-		} else {
-			err = s.accs[i].Retract(args)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", a.Agg.Name, err)
-		}
-	}
-	if add {
-		s.count++
-	} else {
-		s.count--
+	if err := accumulate(f.p.Aggs, s, f.args, r, r.Kind.IsAccumulate()); err != nil {
+		return err
 	}
 	if f.batch && !existed && !f.window {
 		// Batch: the group's one row is emitted when the input ends.
