@@ -205,6 +205,11 @@ func (tm *TaskManager) Run(ctx context.Context) error {
 
 	if err := tm.register(ctx); err != nil {
 		if ctx.Err() != nil {
+			// Stopped while registering: the JobManager may have
+			// registered it already (the reply lost to the cancel), so
+			// take the registration back rather than leave it to the
+			// heartbeat timeout.
+			tm.unregister()
 			return nil
 		}
 		return err
