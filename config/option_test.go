@@ -307,6 +307,11 @@ func TestCatalog(t *testing.T) {
 		"security.ssl.key":                                                 "",
 		"security.ssl.ca":                                                  "",
 		"security.ssl.mutual":                                              "false",
+		"high-availability.type":                                           "none",
+		"high-availability.etcd.endpoints":                                 "",
+		"high-availability.cluster-id":                                     "/default",
+		"high-availability.storageDir":                                     "",
+		"high-availability.etcd.lease-ttl":                                 "10 s",
 	}
 	got := make(map[string]string)
 	for _, o := range infos {
@@ -325,6 +330,32 @@ func TestDerivedMaxParallelism(t *testing.T) {
 	for _, tt := range tests {
 		if got := DerivedMaxParallelism(tt.p); got != tt.want {
 			t.Errorf("DerivedMaxParallelism(%d) = %d, want %d", tt.p, got, tt.want)
+		}
+	}
+}
+
+func TestHAOptionsValidate(t *testing.T) {
+	c := New()
+	if err := c.SetFrom("ha.yaml:3", "high-availability.etcd.endpoints", " a:2379 , b:2380"); err != nil {
+		t.Fatal(err)
+	}
+	if got := HAEtcdEndpoints.Get(c); got != "a:2379,b:2380" {
+		t.Errorf("endpoints = %q", got)
+	}
+	for key, bad := range map[string][]string{
+		"high-availability.etcd.endpoints": {"a", "a:0", "a:70000", ":2379", "http://a:2379", "a:1,,b:2", "a:x"},
+		"high-availability.cluster-id":     {"", "/", "a//b", "a/../b", "a b", "ä"},
+		"high-availability.type":           {"zookeeper"},
+	} {
+		for _, v := range bad {
+			err := c.SetFrom("ha.yaml:7", key, v)
+			if err == nil {
+				t.Errorf("%s=%q accepted", key, v)
+				continue
+			}
+			if !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "ha.yaml:7") {
+				t.Errorf("%s=%q: error %q does not say what and where", key, v, err)
+			}
 		}
 	}
 }

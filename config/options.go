@@ -392,6 +392,11 @@ var catalog = []catalogOption{
 	SSLKey,
 	SSLCA,
 	SSLMutual,
+	HAType,
+	HAEtcdEndpoints,
+	HAClusterID,
+	HAStorageDir,
+	HAEtcdLeaseTTL,
 }
 
 var (
