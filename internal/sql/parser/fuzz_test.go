@@ -2,7 +2,6 @@ package parser
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 )
 
@@ -18,7 +17,7 @@ func FuzzParse(f *testing.F) {
 	for _, tc := range errorTests {
 		f.Add(tc.in)
 	}
-	files, _ := filepath.Glob("testdata/nexmark/*.sql")
+	files := nexmarkFiles()
 	for _, name := range files {
 		b, err := os.ReadFile(name)
 		if err == nil {

@@ -2,8 +2,6 @@ package nexmark_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,23 +17,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// The embedded reference SQL is the parser's test data, byte for byte.
-func TestQueryFilesAreTheReference(t *testing.T) {
-	for _, name := range append([]string{"ddl_gen", "ddl_views"}, sqlnexmark.QueryNames()...) {
-		want, err := os.ReadFile(filepath.Join("..", "..", "parser", "testdata", "nexmark", name+".sql"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := sqlnexmark.File(name + ".sql")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != string(want) {
-			t.Errorf("%s.sql differs from the parser's test data", name)
-		}
-	}
-}
 
 func TestOptions(t *testing.T) {
 	s, err := sqlnexmark.Options(map[string]string{})
