@@ -142,26 +142,17 @@ func (f *formatter) stmt(s Statement) {
 	switch s := s.(type) {
 	case *CreateTable:
 		f.w("CREATE ")
-		if s.OrReplace {
-			f.w("OR REPLACE ")
-		}
-		if s.Temporary {
-			f.w("TEMPORARY ")
-		}
+		f.wIf(s.OrReplace, "OR REPLACE ")
+		f.wIf(s.Temporary, "TEMPORARY ")
 		f.w("TABLE ")
-		if s.IfNotExists {
-			f.w("IF NOT EXISTS ")
-		}
+		f.wIf(s.IfNotExists, "IF NOT EXISTS ")
 		f.parts(s.Name.Parts)
 		if len(s.Schema.Columns) > 0 || s.Schema.Watermark != nil || s.Schema.PrimaryKey != nil {
 			f.w(" (")
 			f.schema(&s.Schema)
 			f.w(")")
 		}
-		if s.Comment != "" {
-			f.w(" COMMENT ")
-			f.str(s.Comment)
-		}
+		f.comment(s.Comment)
 		if len(s.PartitionBy) > 0 {
 			f.w(" PARTITIONED BY ")
 			f.names(s.PartitionBy)
@@ -180,36 +171,25 @@ func (f *formatter) stmt(s Statement) {
 		}
 	case *CreateView:
 		f.w("CREATE ")
-		if s.Temporary {
-			f.w("TEMPORARY ")
-		}
+		f.wIf(s.Temporary, "TEMPORARY ")
 		f.w("VIEW ")
-		if s.IfNotExists {
-			f.w("IF NOT EXISTS ")
-		}
+		f.wIf(s.IfNotExists, "IF NOT EXISTS ")
 		f.parts(s.Name.Parts)
 		if len(s.Columns) > 0 {
 			f.w(" ")
 			f.names(s.Columns)
 		}
-		if s.Comment != "" {
-			f.w(" COMMENT ")
-			f.str(s.Comment)
-		}
+		f.comment(s.Comment)
 		f.w(" AS ")
 		f.query(s.Query)
 	case *CreateFunction:
 		f.w("CREATE ")
 		if s.Temporary {
 			f.w("TEMPORARY ")
-			if s.System {
-				f.w("SYSTEM ")
-			}
+			f.wIf(s.System, "SYSTEM ")
 		}
 		f.w("FUNCTION ")
-		if s.IfNotExists {
-			f.w("IF NOT EXISTS ")
-		}
+		f.wIf(s.IfNotExists, "IF NOT EXISTS ")
 		f.parts(s.Name.Parts)
 		f.w(" AS ")
 		f.str(s.Identifier)
@@ -219,47 +199,31 @@ func (f *formatter) stmt(s Statement) {
 		}
 	case *CreateDatabase:
 		f.w("CREATE DATABASE ")
-		if s.IfNotExists {
-			f.w("IF NOT EXISTS ")
-		}
+		f.wIf(s.IfNotExists, "IF NOT EXISTS ")
 		f.parts(s.Name.Parts)
-		if s.Comment != "" {
-			f.w(" COMMENT ")
-			f.str(s.Comment)
-		}
+		f.comment(s.Comment)
 		if len(s.Options) > 0 {
 			f.w(" WITH ")
 			f.props(s.Options)
 		}
 	case *CreateCatalog:
 		f.w("CREATE CATALOG ")
-		if s.IfNotExists {
-			f.w("IF NOT EXISTS ")
-		}
+		f.wIf(s.IfNotExists, "IF NOT EXISTS ")
 		f.name(s.Name)
-		if s.Comment != "" {
-			f.w(" COMMENT ")
-			f.str(s.Comment)
-		}
+		f.comment(s.Comment)
 		f.w(" WITH ")
 		f.props(s.Options)
 	case *Drop:
 		f.w("DROP ")
 		if s.Temporary {
 			f.w("TEMPORARY ")
-			if s.System {
-				f.w("SYSTEM ")
-			}
+			f.wIf(s.System, "SYSTEM ")
 		}
 		f.w(string(s.Kind))
 		f.w(" ")
-		if s.IfExists {
-			f.w("IF EXISTS ")
-		}
+		f.wIf(s.IfExists, "IF EXISTS ")
 		f.parts(s.Name.Parts)
-		if s.Cascade {
-			f.w(" CASCADE")
-		}
+		f.wIf(s.Cascade, " CASCADE")
 	case *AlterTable:
 		f.alterTable(s)
 	case *AlterView:
@@ -276,15 +240,11 @@ func (f *formatter) stmt(s Statement) {
 		f.show(s)
 	case *Describe:
 		f.w("DESCRIBE ")
-		if s.Extended {
-			f.w("EXTENDED ")
-		}
+		f.wIf(s.Extended, "EXTENDED ")
 		f.parts(s.Name.Parts)
 	case *Use:
 		f.w("USE ")
-		if s.Catalog {
-			f.w("CATALOG ")
-		}
+		f.wIf(s.Catalog, "CATALOG ")
 		f.parts(s.Name.Parts)
 	case *Set:
 		f.w("SET")
@@ -333,12 +293,8 @@ func (f *formatter) stmt(s Statement) {
 	case *StopJob:
 		f.w("STOP JOB ")
 		f.str(s.JobID)
-		if s.WithSavepoint {
-			f.w(" WITH SAVEPOINT")
-		}
-		if s.WithDrain {
-			f.w(" WITH DRAIN")
-		}
+		f.wIf(s.WithSavepoint, " WITH SAVEPOINT")
+		f.wIf(s.WithDrain, " WITH DRAIN")
 	case *QueryStatement:
 		f.query(s.Query)
 	}
@@ -381,15 +337,10 @@ func (f *formatter) column(c *ColumnDef) {
 				f.w(" FROM ")
 				f.str(c.MetadataKey)
 			}
-			if c.Virtual {
-				f.w(" VIRTUAL")
-			}
+			f.wIf(c.Virtual, " VIRTUAL")
 		}
 	}
-	if c.Comment != "" {
-		f.w(" COMMENT ")
-		f.str(c.Comment)
-	}
+	f.comment(c.Comment)
 	if c.First {
 		f.w(" FIRST")
 	} else if c.After != "" {
@@ -413,9 +364,7 @@ func (f *formatter) primaryKey(pk *PrimaryKey) {
 	}
 	f.w("PRIMARY KEY ")
 	f.names(pk.Columns)
-	if pk.NotEnforced {
-		f.w(" NOT ENFORCED")
-	}
+	f.wIf(pk.NotEnforced, " NOT ENFORCED")
 }
 
 func (f *formatter) tableLike(l *TableLike) {
@@ -437,9 +386,7 @@ func (f *formatter) tableLike(l *TableLike) {
 
 func (f *formatter) alterTable(s *AlterTable) {
 	f.w("ALTER TABLE ")
-	if s.IfExists {
-		f.w("IF EXISTS ")
-	}
+	f.wIf(s.IfExists, "IF EXISTS ")
 	f.parts(s.Name.Parts)
 	switch s.Action {
 	case AlterRename:
@@ -501,9 +448,7 @@ func (f *formatter) show(s *Show) {
 		}
 	}
 	if s.Like != nil {
-		if s.Like.Not {
-			f.w(" NOT")
-		}
+		f.wIf(s.Like.Not, " NOT")
 		if s.Like.ILike {
 			f.w(" ILIKE ")
 		} else {
@@ -612,9 +557,7 @@ func (f *formatter) query(q QueryExpr) {
 		f.setOperand(q.Left, p)
 		f.w(" ")
 		f.w(string(q.Op))
-		if q.All {
-			f.w(" ALL")
-		}
+		f.wIf(q.All, " ALL")
 		f.w(" ")
 		f.setOperand(q.Right, p+1)
 	case *Select:
@@ -664,9 +607,7 @@ func (f *formatter) selectBlock(s *Select) {
 		f.hints(s.Hints)
 		f.w(" ")
 	}
-	if s.Distinct {
-		f.w("DISTINCT ")
-	}
+	f.wIf(s.Distinct, "DISTINCT ")
 	for i, it := range s.Items {
 		if i > 0 {
 			f.w(", ")
@@ -751,9 +692,7 @@ func (f *formatter) orderItems(items []*OrderItem) {
 
 func (f *formatter) orderItem(it *OrderItem) {
 	f.expr(it.Expr, 0)
-	if it.Desc {
-		f.w(" DESC")
-	}
+	f.wIf(it.Desc, " DESC")
 	if it.Nulls != "" {
 		f.w(" NULLS ")
 		f.w(string(it.Nulls))
@@ -764,9 +703,7 @@ func (f *formatter) windowSpec(ws *WindowSpec) {
 	f.w("(")
 	sp := false
 	space := func() {
-		if sp {
-			f.w(" ")
-		}
+		f.wIf(sp, " ")
 		sp = true
 	}
 	if ws.Ref != "" {
@@ -835,9 +772,7 @@ func (f *formatter) tableRef(t TableRef) {
 		}
 		f.alias(t.Alias)
 	case *DerivedTable:
-		if t.Lateral {
-			f.w("LATERAL ")
-		}
+		f.wIf(t.Lateral, "LATERAL ")
 		f.w("(")
 		f.query(t.Query)
 		f.w(")")
@@ -848,9 +783,7 @@ func (f *formatter) tableRef(t TableRef) {
 			f.w(", ")
 		} else {
 			f.w(" ")
-			if t.Natural {
-				f.w("NATURAL ")
-			}
+			f.wIf(t.Natural, "NATURAL ")
 			f.w(string(t.Type))
 			f.w(" JOIN ")
 		}
@@ -869,9 +802,7 @@ func (f *formatter) tableRef(t TableRef) {
 			f.names(t.Using)
 		}
 	case *TableFunc:
-		if t.Lateral {
-			f.w("LATERAL ")
-		}
+		f.wIf(t.Lateral, "LATERAL ")
 		f.w("TABLE(")
 		f.expr(t.Call, 0)
 		f.w(")")
@@ -909,9 +840,7 @@ func (f *formatter) tableRef(t TableRef) {
 		f.w("UNNEST(")
 		f.exprs(t.Exprs)
 		f.w(")")
-		if t.WithOrdinality {
-			f.w(" WITH ORDINALITY")
-		}
+		f.wIf(t.WithOrdinality, " WITH ORDINALITY")
 		f.alias(t.Alias)
 	}
 }
@@ -1014,9 +943,7 @@ func (f *formatter) expr(e Expr, minPrec int) {
 		f.literal(e)
 	case *IntervalLiteral:
 		f.w("INTERVAL ")
-		if e.Negative {
-			f.w("-")
-		}
+		f.wIf(e.Negative, "-")
 		f.str(e.Value)
 		f.w(" ")
 		f.qualifier(&e.Qualifier)
@@ -1044,15 +971,11 @@ func (f *formatter) expr(e Expr, minPrec int) {
 	case *Is:
 		f.expr(e.Expr, precCmp)
 		f.w(" IS ")
-		if e.Not {
-			f.w("NOT ")
-		}
+		f.wIf(e.Not, "NOT ")
 		f.w(string(e.What))
 	case *In:
 		f.expr(e.Expr, precCmp)
-		if e.Not {
-			f.w(" NOT")
-		}
+		f.wIf(e.Not, " NOT")
 		f.w(" IN (")
 		if e.Query != nil {
 			f.query(e.Query)
@@ -1062,9 +985,7 @@ func (f *formatter) expr(e Expr, minPrec int) {
 		f.w(")")
 	case *Like:
 		f.expr(e.Expr, precLike)
-		if e.Not {
-			f.w(" NOT")
-		}
+		f.wIf(e.Not, " NOT")
 		if e.Similar {
 			f.w(" SIMILAR TO ")
 		} else {
@@ -1077,13 +998,9 @@ func (f *formatter) expr(e Expr, minPrec int) {
 		}
 	case *Between:
 		f.expr(e.Expr, precLike)
-		if e.Not {
-			f.w(" NOT")
-		}
+		f.wIf(e.Not, " NOT")
 		f.w(" BETWEEN ")
-		if e.Symmetric {
-			f.w("SYMMETRIC ")
-		}
+		f.wIf(e.Symmetric, "SYMMETRIC ")
 		f.expr(e.Low, precAdd)
 		f.w(" AND ")
 		f.expr(e.High, precAdd)
@@ -1282,9 +1199,7 @@ func (f *formatter) funcCall(e *FuncCall) {
 		return
 	}
 	f.w("(")
-	if e.Distinct {
-		f.w("DISTINCT ")
-	}
+	f.wIf(e.Distinct, "DISTINCT ")
 	f.exprs(e.Args)
 	f.w(")")
 	if len(e.WithinGroup) > 0 {
@@ -1411,9 +1326,7 @@ func (f *formatter) typ(t *TypeName) {
 			f.w(")")
 		}
 	}
-	if t.NotNull {
-		f.w(" NOT NULL")
-	}
+	f.wIf(t.NotNull, " NOT NULL")
 }
 
 func (f *formatter) rowField(fl *RowField) {
@@ -1423,5 +1336,20 @@ func (f *formatter) rowField(fl *RowField) {
 	if fl.Description != "" {
 		f.w(" ")
 		f.str(fl.Description)
+	}
+}
+
+// wIf writes text when cond holds: the optional keywords of a statement.
+func (f *formatter) wIf(cond bool, text string) {
+	if cond {
+		f.w(text)
+	}
+}
+
+// comment writes a COMMENT clause when there is a comment.
+func (f *formatter) comment(c string) {
+	if c != "" {
+		f.w(" COMMENT ")
+		f.str(c)
 	}
 }
