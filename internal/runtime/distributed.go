@@ -416,6 +416,13 @@ func (d *deployer) readWorker(ctx context.Context, a *attempt, l *controlLink) e
 		case "ack":
 			d.storage.addShared(m.ID, m.Shared, m.Sizes, m.Uploaded)
 			ack := checkpointAck{task: m.Task, id: m.ID, snap: m.Snap, exited: m.Exited}
+			if m.Exited {
+				// The subtask is gone before its "done" follows: a
+				// checkpoint the coordinator starts in between must not
+				// trigger it (the trigger would wait in a mailbox nobody
+				// reads, and the checkpoint until its timeout).
+				rh.markDone()
+			}
 			if m.Err != "" {
 				ack.err = errors.New(m.Err)
 			}
