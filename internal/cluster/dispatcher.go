@@ -1258,3 +1258,20 @@ type SavepointStatusJSON struct {
 // grpcMessage is an RPC error's message without gRPC's "rpc error: code
 // = ..." prefix.
 func grpcMessage(err error) string { return status.Convert(err).Message() }
+
+// SlotDemand is the number of slots that the jobs which have not ended
+// need: those running, restarting or waiting for slots. A resource
+// manager that starts TaskManagers on demand (native Kubernetes) compares
+// it with the registered slots.
+func (jm *JobManager) SlotDemand() int {
+	d := jm.dispatcher
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, j := range d.jobs {
+		if !IsTerminalJobState(j.state) {
+			n += j.slots
+		}
+	}
+	return n
+}
