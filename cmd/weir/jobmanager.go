@@ -113,6 +113,12 @@ JobManager prints the ports it listens on. See docs/cluster.md.`,
 			}
 			opts := cluster.JobManagerOptionsFrom(cfg)
 			opts.Logger = clusterLogger(cmd)
+			if opts.HA, err = openHA(cmd.Context(), cfg); err != nil {
+				return fmt.Errorf("jobmanager: %w", err)
+			}
+			if opts.HA != nil {
+				defer opts.HA.Close()
+			}
 			return runJobManager(cmd.Context(), cmd, opts)
 		},
 	}

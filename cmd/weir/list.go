@@ -29,11 +29,7 @@ func newListCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			addr := jobManager
-			if addr == "" {
-				addr = cluster.RESTAddressFrom(cfg)
-			}
-			client, err := cluster.NewRESTClient(addr, cluster.SecurityFrom(cfg))
+			client, err := newRESTClient(cmd, cfg, jobManager)
 			if err != nil {
 				return err
 			}

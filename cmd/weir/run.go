@@ -33,10 +33,7 @@ func restClient(cmd *cobra.Command, flags *clusterFlags, addr string) (*cluster.
 	if err != nil {
 		return nil, nil, err
 	}
-	if addr == "" {
-		addr = cluster.RESTAddressFrom(cfg)
-	}
-	c, err := cluster.NewRESTClient(addr, cluster.SecurityFrom(cfg))
+	c, err := newRESTClient(cmd, cfg, addr)
 	return c, cfg, err
 }
 
@@ -226,7 +223,13 @@ func followJob(ctx context.Context, client *cluster.RESTClient, id string, poll 
 			if failingSince.IsZero() {
 				failingSince = time.Now()
 			}
-			if time.Since(failingSince) > 15*time.Second {
+			// A change of leader takes the lease's TTL, the election and
+			// the recovery of the jobs.
+			outage := 15 * time.Second
+			if client.FollowsLeader() {
+				outage = 2 * time.Minute
+			}
+			if time.Since(failingSince) > outage {
 				return fmt.Errorf("lost track of job %s: %w", id, err)
 			}
 		default:

@@ -53,6 +53,15 @@ See docs/cluster.md.`,
 				opts.JobManagerAddress = jobManager
 			}
 			opts.Logger = clusterLogger(cmd)
+			if opts.HA, err = openHA(cmd.Context(), cfg); err != nil {
+				return fmt.Errorf("taskmanager: %w", err)
+			}
+			if opts.HA != nil {
+				if jobManager != "" {
+					return usageErrorf(cmd, "--jobmanager names a JobManager, but with high-availability.type etcd the TaskManager follows the elected leader; drop --jobmanager")
+				}
+				defer opts.HA.Close()
+			}
 			tm, err := cluster.NewTaskManager(opts)
 			if err != nil {
 				return fmt.Errorf("taskmanager: %w", err)

@@ -16,7 +16,22 @@ type RESTClient struct {
 	base  string
 	token string
 	http  *http.Client
+	// leader, when set, finds the REST URL of the elected JobManager for
+	// each request (high availability); base is then only a fallback.
+	leader func(ctx context.Context) (string, error)
+	closer func()
 }
+
+// FollowLeader makes c send every request to the JobManager that leads
+// at the time, as leader tells (a highly available cluster), so that a
+// client outlives a change of leader.
+// Close releases closer as well.
+func (c *RESTClient) FollowLeader(leader func(ctx context.Context) (string, error), closer func()) {
+	c.leader, c.closer = leader, closer
+}
+
+// FollowsLeader reports whether c finds the leader for each request.
+func (c *RESTClient) FollowsLeader() bool { return c.leader != nil }
 
 // NewRESTClient returns a client of the REST API at address (host:port, or
 // a URL). With TLS enabled in sec it speaks HTTPS and verifies the server
@@ -76,7 +91,12 @@ func (c *RESTClient) JobManagerConfig(ctx context.Context) (map[string]string, e
 }
 
 // Close releases idle connections.
-func (c *RESTClient) Close() { c.http.CloseIdleConnections() }
+func (c *RESTClient) Close() {
+	c.http.CloseIdleConnections()
+	if c.closer != nil {
+		c.closer()
+	}
+}
 
 // UploadArtifact uploads an executable (POST /artifacts) whose SHA-256
 // is sum; the JobManager refuses content with another hash.
@@ -137,7 +157,15 @@ func (c *RESTClient) doJSON(ctx context.Context, method, path string, in, out an
 }
 
 func (c *RESTClient) do(ctx context.Context, method, path string, body io.Reader, contentType string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	base := c.base
+	if c.leader != nil {
+		b, err := c.leader(ctx)
+		if err != nil {
+			return fmt.Errorf("jobmanager REST API: finding the leader: %w", err)
+		}
+		base = strings.TrimSuffix(b, "/")
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
 	if err != nil {
 		return err
 	}
@@ -149,12 +177,12 @@ func (c *RESTClient) do(ctx context.Context, method, path string, body io.Reader
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("jobmanager REST API at %s: %w", c.base, err)
+		return fmt.Errorf("jobmanager REST API at %s: %w", base, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return fmt.Errorf("jobmanager REST API at %s: %w", c.base, err)
+		return fmt.Errorf("jobmanager REST API at %s: %w", base, err)
 	}
 	if resp.StatusCode/100 != 2 {
 		var e ErrorJSON
@@ -163,10 +191,10 @@ func (c *RESTClient) do(ctx context.Context, method, path string, body io.Reader
 			msg = strings.Join(e.Errors, "; ")
 		}
 		p, _, _ := strings.Cut(path, "?")
-		return &RESTError{Code: resp.StatusCode, Msg: fmt.Sprintf("jobmanager REST API at %s: %s %s: %s: %s", c.base, method, p, resp.Status, msg)}
+		return &RESTError{Code: resp.StatusCode, Msg: fmt.Sprintf("jobmanager REST API at %s: %s %s: %s: %s", base, method, p, resp.Status, msg)}
 	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("jobmanager REST API at %s: %s %s: %w", c.base, method, path, err)
+		return fmt.Errorf("jobmanager REST API at %s: %s %s: %w", base, method, path, err)
 	}
 	return nil
 }

@@ -394,7 +394,7 @@ func TestJobManagerRESTAPI(t *testing.T) {
 	ctx := context.Background()
 
 	o, err := client.Overview(ctx)
-	if err != nil || o != (Overview{TaskManagers: 1, SlotsTotal: 3, SlotsAvailable: 3}) {
+	if err != nil || o != (Overview{TaskManagers: 1, SlotsTotal: 3, SlotsAvailable: 3, Leader: true}) {
 		t.Errorf("Overview = %+v, %v", o, err)
 	}
 	tms, err := client.TaskManagers(ctx)

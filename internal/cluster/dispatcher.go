@@ -306,27 +306,75 @@ func newDispatcher(jm *JobManager) *dispatcher {
 // errNotFound is a job ID the dispatcher does not know.
 var errNotFound = errors.New("not found")
 
-// submit checks a submission and starts the job.
+// submit checks a submission and starts the job. With high
+// availability, the submission is stored before it is acknowledged.
 func (d *dispatcher) submit(sub JobSubmission) (string, error) {
+	j, err := d.newJob(sub)
+	if err != nil {
+		return "", err
+	}
+	j.id = newID() + newID()
+	if d.jm.ha != nil {
+		if err := d.jm.persistJob(j); err != nil {
+			return "", fmt.Errorf("%w: storing the job for high availability: %v", errUnavailable, err)
+		}
+	}
+	d.start(j)
+	d.jm.log.Info("job submitted", "job", j.id, "name", j.name, "slots", j.slots, "artifact", sub.Artifact)
+	return j.id, nil
+}
+
+// errUnavailable marks a submission refused for a passing reason (no
+// leadership, etcd unreachable): the client may retry.
+var errUnavailable = errors.New("unavailable")
+
+// recover starts a job that an earlier leader accepted, under its ID,
+// from restore (its latest recorded checkpoint; "" = as submitted).
+func (d *dispatcher) recover(sj storedJob, restore string) error {
+	j, err := d.newJob(sj.Submission)
+	if err != nil {
+		return err
+	}
+	j.id = sj.JobID
+	j.latest = restore
+	if root := checkpointRoot(restore, j.id); root != "" {
+		j.chkRoot = root
+	}
+	d.start(j)
+	return nil
+}
+
+// start registers a new job and runs it.
+func (d *dispatcher) start(j *job) {
+	d.mu.Lock()
+	d.jobs[j.id] = j
+	d.order = append(d.order, j.id)
+	d.mu.Unlock()
+	d.jm.wg.Add(1)
+	go d.run(j)
+}
+
+// newJob checks a submission and makes a job of it, without an ID.
+func (d *dispatcher) newJob(sub JobSubmission) (*job, error) {
 	if !sha256Hex.MatchString(sub.Artifact) {
-		return "", fmt.Errorf("artifact %q is not a hex SHA-256", sub.Artifact)
+		return nil, fmt.Errorf("artifact %q is not a hex SHA-256", sub.Artifact)
 	}
 	if !d.jm.artifacts.has(sub.Artifact) {
-		return "", fmt.Errorf("artifact %s not found: upload it with POST /artifacts first", sub.Artifact)
+		return nil, fmt.Errorf("artifact %s not found: upload it with POST /artifacts first", sub.Artifact)
 	}
 	if sub.Parallelism < 0 {
-		return "", fmt.Errorf("parallelism %d must not be negative", sub.Parallelism)
+		return nil, fmt.Errorf("parallelism %d must not be negative", sub.Parallelism)
 	}
 	var plan JobPlan
 	if err := json.Unmarshal(sub.Plan, &plan); err != nil {
-		return "", fmt.Errorf("plan: %v", err)
+		return nil, fmt.Errorf("plan: %v", err)
 	}
 	if len(plan.Vertices) == 0 {
-		return "", errors.New("plan: the job graph has no vertices")
+		return nil, errors.New("plan: the job graph has no vertices")
 	}
 	for _, v := range plan.Vertices {
 		if v.Parallelism < 1 {
-			return "", fmt.Errorf("plan: vertex %q has parallelism %d", v.Name, v.Parallelism)
+			return nil, fmt.Errorf("plan: vertex %q has parallelism %d", v.Name, v.Parallelism)
 		}
 	}
 	sub, dropped := withoutSecurityOptions(sub)
@@ -336,7 +384,7 @@ func (d *dispatcher) submit(sub JobSubmission) (string, error) {
 	}
 	cfg, err := jobConfig(sub)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	slotTimeout := d.jm.opts.SlotRequestTimeout
 	if cfg.IsSet(config.SlotRequestTimeout.Key) {
@@ -347,7 +395,6 @@ func (d *dispatcher) submit(sub JobSubmission) (string, error) {
 		spread = config.ClusterEvenlySpreadOutSlots.Get(cfg)
 	}
 	j := &job{
-		id:          newID() + newID(),
 		name:        plan.JobName,
 		sub:         sub,
 		plan:        plan,
@@ -363,14 +410,7 @@ func (d *dispatcher) submit(sub JobSubmission) (string, error) {
 	for _, v := range plan.Vertices {
 		j.vertices = append(j.vertices, JobVertexJSON{ID: v.ID, Name: v.Name, Parallelism: v.Parallelism, SlotSharingGroup: v.SlotSharingGroup})
 	}
-	d.mu.Lock()
-	d.jobs[j.id] = j
-	d.order = append(d.order, j.id)
-	d.mu.Unlock()
-	d.jm.log.Info("job submitted", "job", j.id, "name", j.name, "slots", j.slots, "artifact", sub.Artifact)
-	d.jm.wg.Add(1)
-	go d.run(j)
-	return j.id, nil
+	return j, nil
 }
 
 // jobConfig reads the options of a submission: its Options, then -D
@@ -408,6 +448,10 @@ func (d *dispatcher) run(j *job) {
 	defer d.jm.wg.Done()
 	defer d.jm.pool.Release(j.id)
 	restore, allowNonRestored := j.sub.SavepointPath, j.sub.AllowNonRestoredState
+	if j.latest != "" {
+		// Recovered from an earlier leader: its latest recorded checkpoint.
+		restore = j.latest
+	}
 	for {
 		alloc, err := d.waitForSlots(j)
 		if err != nil {
@@ -489,7 +533,20 @@ var errCanceled = errors.New("canceled")
 // FAILED.
 func (d *dispatcher) end(j *job, err error) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.endLocked(j, err)
+	d.mu.Unlock()
+	// The store forgets the job before its checkpoints go: a leader
+	// that took over in between must not restore from deleted ones.
+	d.jm.forgetJob(j.id)
+	if !d.jm.leading() || d.jm.ha != nil && d.jm.ctx.Err() != nil {
+		return
+	}
+	d.mu.Lock()
+	d.discardCheckpointsLocked(j)
+	d.mu.Unlock()
+}
+
+func (d *dispatcher) endLocked(j *job, err error) {
 	j.end = time.Now()
 	j.waiting = ""
 	j.baseChk += j.attemptChk
@@ -503,7 +560,6 @@ func (d *dispatcher) end(j *job, err error) {
 		j.state, j.err = JobFailed, err.Error()
 	}
 	d.jm.log.Info("job ended", "job", j.id, "state", j.state, "attempts", j.attempt, "error", j.err)
-	d.discardCheckpointsLocked(j)
 }
 
 // discardCheckpointsLocked removes the checkpoints of a job that ended
@@ -712,6 +768,7 @@ func (d *dispatcher) deploy(j *job, attempt int, restore string, allowNonRestore
 				Workers:               int32(len(workers)),
 				Placement:             placement,
 				DataToken:             token,
+				LeaderTerm:            d.jm.leaderTerm(),
 			})
 			if err != nil {
 				errs[i] = jobEvent{kind: "ended", attempt: attempt, state: JobFailed,
@@ -848,7 +905,7 @@ func (d *dispatcher) cancelAttempt(tmID, jobID string, attempt int) {
 	}
 	ctx, cancel := context.WithTimeout(d.jm.ctx, d.jm.opts.RPCTimeout)
 	defer cancel()
-	if _, err := client.CancelJob(ctx, &rpcpb.CancelJobRequest{JobId: jobID, Attempt: int32(attempt)}); err != nil {
+	if _, err := client.CancelJob(ctx, &rpcpb.CancelJobRequest{JobId: jobID, Attempt: int32(attempt), LeaderTerm: d.jm.leaderTerm()}); err != nil {
 		d.jm.log.Warn("cancelling a job attempt failed", "job", jobID, "attempt", attempt, "taskmanager", tmID, "error", err)
 	}
 }
@@ -991,28 +1048,36 @@ func (d *dispatcher) taskManagerLost(tmID, why string) {
 // uncommitted. This is the fence that keeps a paused or partitioned
 // attempt from committing beside the one that replaced it.
 func (d *dispatcher) confirmCheckpoint(req *rpcpb.ConfirmCheckpointRequest) error {
+	if t := d.jm.leaderTerm(); req.GetLeaderTerm() != t {
+		return status.Errorf(codes.FailedPrecondition, "job %s attempt %d was deployed by the JobManager of leadership term %d, not by this one (term %d); its checkpoint %d does not count",
+			req.GetJobId(), req.GetAttempt(), req.GetLeaderTerm(), t, req.GetCheckpointId())
+	}
+	d.mu.Lock()
+	_, err := d.confirmableLocked(req)
+	d.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if d.jm.ha != nil {
+		// Recorded before it is confirmed: the workers commit what it
+		// covers once confirmed, and a new leader must restore from it.
+		// A deposed leader's write fails, fenced by its term.
+		if err := d.jm.recordCheckpoint(req.GetJobId(), req.GetCheckpointId(), req.GetPath()); err != nil {
+			return status.Errorf(codes.Unavailable, "job %s checkpoint %d could not be recorded for high availability: %v",
+				req.GetJobId(), req.GetCheckpointId(), err)
+		}
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	j := d.jobs[req.GetJobId()]
-	if j == nil {
-		return status.Errorf(codes.NotFound, "job %s not found", req.GetJobId())
-	}
-	attempt := int(req.GetAttempt())
-	switch {
-	case attempt != j.attempt || !j.live:
-		return status.Errorf(codes.FailedPrecondition, "job %s attempt %d is not the running attempt (the current attempt is %d, %s)",
-			j.id, attempt, j.attempt, j.state)
-	case IsTerminalJobState(j.state):
-		return status.Errorf(codes.FailedPrecondition, "job %s has ended (%s)", j.id, j.state)
-	case j.terminalSent == attempt:
-		return status.Errorf(codes.FailedPrecondition, "job %s attempt %d has ended or failed; its checkpoint %d does not count",
-			j.id, attempt, req.GetCheckpointId())
-	case req.GetWorkerIndex() != 0 || len(j.workers) == 0 || j.workers[0].tm != req.GetResourceId():
-		return status.Errorf(codes.FailedPrecondition, "only the leader worker of job %s attempt %d confirms checkpoints, not worker %d on taskmanager %s",
-			j.id, attempt, req.GetWorkerIndex(), req.GetResourceId())
-	case req.GetCheckpointId() <= j.confirmedID:
-		return status.Errorf(codes.FailedPrecondition, "job %s attempt %d: checkpoint %d is not newer than checkpoint %d, confirmed before",
-			j.id, attempt, req.GetCheckpointId(), j.confirmedID)
+	j, err := d.confirmableLocked(req)
+	if err != nil {
+		if d.jm.ha != nil && j != nil && req.GetPath() != "" {
+			// The attempt ended while etcd recorded the checkpoint: it
+			// stays uncommitted here, but a restart restores from it, as
+			// a new leader would.
+			j.latest = req.GetPath()
+		}
+		return err
 	}
 	j.confirmedID = req.GetCheckpointId()
 	j.attemptChk++
@@ -1023,9 +1088,36 @@ func (d *dispatcher) confirmCheckpoint(req *rpcpb.ConfirmCheckpointRequest) erro
 			j.chkRoot = root
 		}
 	}
-	d.jm.log.Debug("checkpoint confirmed", "job", j.id, "attempt", attempt, "checkpoint", req.GetCheckpointId(),
+	d.jm.log.Debug("checkpoint confirmed", "job", j.id, "attempt", j.attempt, "checkpoint", req.GetCheckpointId(),
 		"savepoint", req.GetSavepoint(), "path", req.GetPath())
 	return nil
+}
+
+// confirmableLocked returns the job of a confirmation, and an error if
+// the checkpoint may not count.
+func (d *dispatcher) confirmableLocked(req *rpcpb.ConfirmCheckpointRequest) (*job, error) {
+	j := d.jobs[req.GetJobId()]
+	if j == nil {
+		return nil, status.Errorf(codes.NotFound, "job %s not found", req.GetJobId())
+	}
+	attempt := int(req.GetAttempt())
+	switch {
+	case attempt != j.attempt || !j.live:
+		return j, status.Errorf(codes.FailedPrecondition, "job %s attempt %d is not the running attempt (the current attempt is %d, %s)",
+			j.id, attempt, j.attempt, j.state)
+	case IsTerminalJobState(j.state):
+		return j, status.Errorf(codes.FailedPrecondition, "job %s has ended (%s)", j.id, j.state)
+	case j.terminalSent == attempt:
+		return j, status.Errorf(codes.FailedPrecondition, "job %s attempt %d has ended or failed; its checkpoint %d does not count",
+			j.id, attempt, req.GetCheckpointId())
+	case req.GetWorkerIndex() != 0 || len(j.workers) == 0 || j.workers[0].tm != req.GetResourceId():
+		return j, status.Errorf(codes.FailedPrecondition, "only the leader worker of job %s attempt %d confirms checkpoints, not worker %d on taskmanager %s",
+			j.id, attempt, req.GetWorkerIndex(), req.GetResourceId())
+	case req.GetCheckpointId() <= j.confirmedID:
+		return j, status.Errorf(codes.FailedPrecondition, "job %s attempt %d: checkpoint %d is not newer than checkpoint %d, confirmed before",
+			j.id, attempt, req.GetCheckpointId(), j.confirmedID)
+	}
+	return j, nil
 }
 
 // reportWorker records the data address of a worker of a job's current
@@ -1035,6 +1127,10 @@ func (d *dispatcher) reportWorker(req *rpcpb.ReportWorkerRequest) (complete bool
 	if _, _, err := net.SplitHostPort(req.GetDataAddress()); err != nil {
 		return false, nil, status.Errorf(codes.InvalidArgument, "data address %q of worker %d of job %s: want host:port",
 			req.GetDataAddress(), req.GetWorkerIndex(), req.GetJobId())
+	}
+	if t := d.jm.leaderTerm(); req.GetLeaderTerm() != t {
+		return false, nil, status.Errorf(codes.FailedPrecondition, "job %s attempt %d was deployed by the JobManager of leadership term %d, not by this one (term %d)",
+			req.GetJobId(), req.GetAttempt(), req.GetLeaderTerm(), t)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -1203,7 +1299,7 @@ func (d *dispatcher) trigger(id, dir string, stop, drain bool) (string, error) {
 			ctx, cancel := context.WithTimeout(d.jm.ctx, savepointTimeout)
 			var resp *rpcpb.TriggerSavepointResponse
 			resp, err = client.TriggerSavepoint(ctx, &rpcpb.TriggerSavepointRequest{
-				JobId: id, Attempt: int32(attempt), TargetDirectory: dir, Stop: stop, Drain: drain,
+				JobId: id, Attempt: int32(attempt), TargetDirectory: dir, Stop: stop, Drain: drain, LeaderTerm: d.jm.leaderTerm(),
 			})
 			cancel()
 			path = resp.GetPath()

@@ -86,7 +86,8 @@ func (tm *TaskManager) handleConfirmCheckpoint(rw http.ResponseWriter, r *http.R
 	tm.mu.Unlock()
 	ctx, cancel := context.WithTimeout(r.Context(), tm.opts.RPCTimeout)
 	defer cancel()
-	_, err := tm.jm.ConfirmCheckpoint(ctx, &rpcpb.ConfirmCheckpointRequest{
+	_, err := tm.jobManager().ConfirmCheckpoint(ctx, &rpcpb.ConfirmCheckpointRequest{
+		LeaderTerm: a.term,
 		ResourceId: tm.opts.ResourceID, RegistrationId: regID, JobId: req.JobID, Attempt: int32(req.Attempt),
 		WorkerIndex: int32(a.workerIndex), CheckpointId: req.CheckpointID, Path: req.Path, Savepoint: req.Savepoint,
 		RetainOnCancellation: req.RetainOnCancellation,
@@ -99,7 +100,7 @@ func (tm *TaskManager) handleConfirmCheckpoint(rw http.ResponseWriter, r *http.R
 			"checkpoint", req.CheckpointID, "error", grpcMessage(err))
 		fail(http.StatusConflict, "jobmanager refused checkpoint %d: %s", req.CheckpointID, grpcMessage(err))
 	default:
-		fail(http.StatusServiceUnavailable, "jobmanager %s did not confirm checkpoint %d: %s", tm.opts.JobManagerAddress, req.CheckpointID, grpcMessage(err))
+		fail(http.StatusServiceUnavailable, "jobmanager %s did not confirm checkpoint %d: %s", tm.jobManagerAddr(), req.CheckpointID, grpcMessage(err))
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/weirproject/weir/internal/cluster/rpcpb"
+	"github.com/weirproject/weir/internal/ha"
 )
 
 // JobManagerOptions configure a JobManager; [JobManagerOptionsFrom] reads
@@ -49,6 +50,10 @@ type JobManagerOptions struct {
 	WorkingDir string
 	Security   Security
 	Logger     *slog.Logger // nil = slog.Default()
+	// HA, when set, makes the JobManager one candidate of a highly
+	// available cluster (high-availability.type: etcd): it serves only
+	// while it leads. The caller opens and closes the services.
+	HA *ha.Services
 }
 
 func (o *JobManagerOptions) validate() error {
@@ -83,6 +88,7 @@ type JobManager struct {
 	removeWorkDir bool
 	artifacts     *artifactStore
 	dispatcher    *dispatcher
+	ha            *haState // nil without high availability
 
 	rpcServer  *grpc.Server
 	rpcLn      net.Listener
@@ -140,6 +146,10 @@ func StartJobManager(opts JobManagerOptions) (*JobManager, error) {
 		dialOpts: append(dialOpts, grpc.WithConnectParams(fastReconnect)),
 		failed:   make(chan error, 2),
 		monitors: make(map[string]*monitor),
+	}
+	if opts.HA != nil {
+		jm.ha = &haState{services: opts.HA}
+		serverOpts = append(serverOpts, jm.standbyInterceptors()...)
 	}
 	jm.ctx, jm.cancel = context.WithCancel(context.Background())
 	jm.dispatcher = newDispatcher(jm)
@@ -206,7 +216,11 @@ func StartJobManager(opts JobManagerOptions) (*JobManager, error) {
 			jm.failed <- fmt.Errorf("jobmanager REST server: %w", err)
 		}
 	}()
-	jm.log.Info("jobmanager started", "id", jm.id, "rpc", jm.RPCAddr(), "rest", jm.RESTURL(),
+	if jm.ha != nil {
+		jm.wg.Add(1)
+		go jm.campaign()
+	}
+	jm.log.Info("jobmanager started", "id", jm.id, "high-availability", jm.ha != nil, "rpc", jm.RPCAddr(), "rest", jm.RESTURL(),
 		"heartbeat.interval", opts.HeartbeatInterval, "heartbeat.timeout", opts.HeartbeatTimeout,
 		"token", opts.Security.Token != "", "tls", opts.Security.TLS.Enabled, "mutual-tls", opts.Security.TLS.Mutual)
 	return jm, nil
@@ -271,6 +285,7 @@ func (jm *JobManager) Close() error {
 		}
 		cancel()
 		jm.wg.Wait()
+		jm.resign()
 		jm.removeTempDir()
 		jm.log.Info("jobmanager stopped")
 	})
@@ -335,7 +350,7 @@ func (jm *JobManager) heartbeatLoop(ctx context.Context, reg Registration, conn 
 	defer jm.wg.Done()
 	defer conn.Close()
 	client := rpcpb.NewTaskManagerClient(conn)
-	req := &rpcpb.HeartbeatRequest{JobmanagerId: jm.id, RegistrationId: reg.RegistrationID}
+	req := &rpcpb.HeartbeatRequest{JobmanagerId: jm.id, RegistrationId: reg.RegistrationID, LeaderTerm: jm.leaderTerm()}
 	ticker := time.NewTicker(jm.opts.HeartbeatInterval)
 	defer ticker.Stop()
 	var lastErr error
@@ -432,7 +447,7 @@ func (s *jmService) RegisterTaskManager(ctx context.Context, req *rpcpb.Register
 	// the TaskManager advertised, before any slot of it is counted.
 	hctx, cancel := context.WithTimeout(ctx, jm.heartbeatDeadline())
 	_, err = rpcpb.NewTaskManagerClient(conn).Heartbeat(hctx, &rpcpb.HeartbeatRequest{
-		JobmanagerId: jm.id, RegistrationId: req.GetRegistrationId(),
+		JobmanagerId: jm.id, RegistrationId: req.GetRegistrationId(), LeaderTerm: jm.leaderTerm(),
 	})
 	cancel()
 	if err != nil {
@@ -460,6 +475,7 @@ func (s *jmService) RegisterTaskManager(ctx context.Context, req *rpcpb.Register
 		JobmanagerId:        jm.id,
 		HeartbeatIntervalMs: jm.opts.HeartbeatInterval.Milliseconds(),
 		HeartbeatTimeoutMs:  jm.opts.HeartbeatTimeout.Milliseconds(),
+		LeaderTerm:          jm.leaderTerm(),
 	}, nil
 }
 

@@ -29,6 +29,11 @@ type Overview struct {
 	JobsFinished   int `json:"jobs-finished"`
 	JobsCancelled  int `json:"jobs-cancelled"`
 	JobsFailed     int `json:"jobs-failed"`
+	// Leader says whether this JobManager leads the cluster (always true
+	// without high availability); a standby counts nothing.
+	Leader bool `json:"leader"`
+	// LeaderREST is the REST URL of the leader, when a standby knows it.
+	LeaderREST string `json:"leader-rest,omitempty"`
 }
 
 // TaskManagerJSON describes one TaskManager in GET /taskmanagers.
@@ -103,14 +108,24 @@ func (jm *JobManager) restHandler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("not found: %s", r.URL.Path))
 	})
+	if jm.ha != nil {
+		return requireToken(jm.opts.Security.Token, jm.log, jm.standbyREST(mux))
+	}
 	return requireToken(jm.opts.Security.Token, jm.log, mux)
 }
 
 func (jm *JobManager) overview() Overview {
+	if !jm.leading() {
+		o := Overview{}
+		if li, ok := jm.currentLeader(); ok {
+			o.LeaderREST = li.REST
+		}
+		return o
+	}
 	tms, slots, free := jm.pool.Totals()
 	running, finished, cancelled, failed := jm.dispatcher.counts()
 	return Overview{TaskManagers: tms, SlotsTotal: slots, SlotsAvailable: free,
-		JobsRunning: running, JobsFinished: finished, JobsCancelled: cancelled, JobsFailed: failed}
+		JobsRunning: running, JobsFinished: finished, JobsCancelled: cancelled, JobsFailed: failed, Leader: true}
 }
 
 func (jm *JobManager) handleOverview(w http.ResponseWriter, r *http.Request) {
@@ -219,6 +234,11 @@ func (jm *JobManager) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, err := jm.dispatcher.submit(sub)
+	if errors.Is(err, errUnavailable) {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "job submission: "+err.Error())
+		return
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "job submission: "+err.Error())
 		return

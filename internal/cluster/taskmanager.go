@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/weirproject/weir/internal/cluster/rpcpb"
+	"github.com/weirproject/weir/internal/ha"
 )
 
 // TaskManagerOptions configure a TaskManager; [TaskManagerOptionsFrom]
@@ -40,6 +41,10 @@ type TaskManagerOptions struct {
 	WorkingDir string
 	Hardware   *Hardware    // nil = detect
 	Logger     *slog.Logger // nil = slog.Default()
+	// HA, when set, finds the JobManager through the leader election of a
+	// highly available cluster instead of JobManagerAddress, and follows
+	// a change of leader. The caller opens and closes the services.
+	HA *ha.Services
 }
 
 // TaskManager offers slots to a JobManager. This slice of it registers,
@@ -51,9 +56,10 @@ type TaskManager struct {
 	addr   string // advertised host:port
 	ln     net.Listener
 	server *grpc.Server
-	conn   *grpc.ClientConn
-	jm     rpcpb.JobManagerClient
 	hw     Hardware
+	// dialOpts dial the JobManager; conn, jmc and jmAddr (under mu) are
+	// the connection to the current one.
+	dialOpts []grpc.DialOption
 	// gatewayLn is the loopback listener of the workers' gateway.
 	gatewayLn net.Listener
 
@@ -66,6 +72,15 @@ type TaskManager struct {
 	stop          context.CancelFunc
 
 	mu            sync.Mutex
+	conn          *grpc.ClientConn
+	jmc           rpcpb.JobManagerClient
+	jmAddr        string
+	leader        ha.Leader     // newest leader observed (high availability)
+	leaderChanged chan struct{} // a newer leader was observed
+	// term is the newest leadership term seen: orders of an older one
+	// come from a deposed JobManager and are refused. regTerm is the term
+	// of the JobManager this TaskManager registered with.
+	term, regTerm int64
 	regID         string    // current registration; heartbeats must carry it
 	jmID          string    // JobManager that accepted it
 	lastHeartbeat time.Time // from the JobManager
@@ -77,14 +92,14 @@ type TaskManager struct {
 // register and serve; Run releases what NewTaskManager acquired.
 func NewTaskManager(opts TaskManagerOptions) (*TaskManager, error) {
 	switch {
-	case opts.JobManagerAddress == "":
+	case opts.JobManagerAddress == "" && opts.HA == nil:
 		return nil, errors.New("no jobmanager address (--jobmanager or jobmanager.rpc.address)")
 	case opts.Slots < 1:
 		return nil, fmt.Errorf("%d slots; a taskmanager needs at least 1", opts.Slots)
 	case opts.RegistrationTimeout <= 0 || opts.RPCTimeout <= 0:
 		return nil, errors.New("taskmanager.registration.timeout and rpc.timeout must be positive")
 	}
-	if _, _, err := net.SplitHostPort(opts.JobManagerAddress); err != nil {
+	if _, _, err := net.SplitHostPort(opts.JobManagerAddress); err != nil && opts.HA == nil {
 		return nil, fmt.Errorf("jobmanager address %q: want HOST:PORT", opts.JobManagerAddress)
 	}
 	if err := opts.Security.TLS.check(); err != nil {
@@ -110,18 +125,21 @@ func NewTaskManager(opts TaskManagerOptions) (*TaskManager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("RPC server: %w", err)
 	}
-	conn, err := grpc.NewClient(opts.JobManagerAddress, append(dialOpts, grpc.WithConnectParams(fastReconnect))...)
-	if err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("jobmanager address %q: %w", opts.JobManagerAddress, err)
+	tm := &TaskManager{opts: opts, ln: ln, dialOpts: append(dialOpts, grpc.WithConnectParams(fastReconnect)), leaderChanged: make(chan struct{}, 1)}
+	if opts.HA == nil {
+		if err := tm.connect(opts.JobManagerAddress); err != nil {
+			ln.Close()
+			return nil, err
+		}
 	}
+	conn := closerFunc(tm.closeConn)
 	gatewayLn, err := listenGateway()
 	if err != nil {
 		ln.Close()
 		conn.Close()
 		return nil, err
 	}
-	tm := &TaskManager{opts: opts, ln: ln, conn: conn, jm: rpcpb.NewJobManagerClient(conn), gatewayLn: gatewayLn}
+	tm.gatewayLn = gatewayLn
 	tm.workers = &workers{tm: tm, attempts: make(map[string]*workerAttempt)}
 	tm.ctx, tm.stop = context.WithCancel(context.Background())
 	if tm.workDir = opts.WorkingDir; tm.workDir == "" {
@@ -196,12 +214,19 @@ func (tm *TaskManager) Run(ctx context.Context) error {
 		tm.server.Stop()
 		<-served
 		tm.wg.Wait()
-		tm.conn.Close()
+		tm.closeConn()
 		if tm.removeWorkDir {
 			os.RemoveAll(tm.workDir)
 		}
 	}()
-	tm.log.Info("taskmanager started", "rpc", tm.addr, "slots", tm.opts.Slots, "jobmanager", tm.opts.JobManagerAddress)
+	tm.log.Info("taskmanager started", "rpc", tm.addr, "slots", tm.opts.Slots, "jobmanager", tm.opts.JobManagerAddress, "high-availability", tm.opts.HA != nil)
+	if tm.opts.HA != nil {
+		tm.wg.Add(1)
+		go func() {
+			defer tm.wg.Done()
+			tm.followLeader(tm.ctx)
+		}()
+	}
 
 	if err := tm.register(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -227,6 +252,25 @@ func (tm *TaskManager) Run(ctx context.Context) error {
 			tm.workers.stopAll(workerShutdownGrace)
 			tm.unregister()
 			return nil
+		case <-tm.leaderChanged:
+			tm.mu.Lock()
+			newer, l := tm.leader.Term > tm.regTerm, tm.leader
+			tm.mu.Unlock()
+			if !newer {
+				continue
+			}
+			// The new leader restarts every job from its latest recorded
+			// checkpoint: the attempts of the old one stop first.
+			tm.log.Warn("a new jobmanager leads; stopping the old leader's job workers and registering with it",
+				"term", l.Term, "leader", l.Address)
+			tm.workers.stopAll(0)
+			if err := tm.register(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			continue
 		case <-time.After(interval):
 		}
 		since := time.Since(last)
@@ -234,7 +278,7 @@ func (tm *TaskManager) Run(ctx context.Context) error {
 			continue
 		}
 		tm.log.Warn("jobmanager lost: no heartbeat within heartbeat.timeout; killing the job workers and registering again",
-			"jobmanager", tm.opts.JobManagerAddress, "since_last_heartbeat", since.Round(time.Millisecond), "heartbeat.timeout", timeout)
+			"jobmanager", tm.jobManagerAddr(), "since_last_heartbeat", since.Round(time.Millisecond), "heartbeat.timeout", timeout)
 		// The JobManager, which lost this TaskManager at about the same
 		// time, restarts the jobs elsewhere; the attempts here must not
 		// keep committing output next to the new ones.
@@ -268,11 +312,23 @@ func (tm *TaskManager) register(ctx context.Context) error {
 	delay := 100 * time.Millisecond
 	var cause string // the most telling failure: a refused connection says more than a deadline
 	for attempt := 1; ; attempt++ {
-		cctx, cancel := context.WithDeadline(ctx, minTime(deadline, time.Now().Add(tm.opts.RPCTimeout)))
-		resp, err := tm.jm.RegisterTaskManager(cctx, req)
-		cancel()
+		var err error
+		var resp *rpcpb.RegisterTaskManagerResponse
+		if tm.opts.HA != nil {
+			addr, err = tm.leaderRPC()
+		}
+		if err == nil {
+			cctx, cancel := context.WithDeadline(ctx, minTime(deadline, time.Now().Add(tm.opts.RPCTimeout)))
+			resp, err = tm.jobManager().RegisterTaskManager(cctx, req)
+			cancel()
+		}
+		if err == nil && resp.GetLeaderTerm() < tm.newestTerm() {
+			err = status.Errorf(codes.Unavailable, "the jobmanager at %s leads term %d, older than term %d", addr, resp.GetLeaderTerm(), tm.newestTerm())
+		}
 		if err == nil {
 			tm.mu.Lock()
+			tm.regTerm = resp.GetLeaderTerm()
+			tm.term = max(tm.term, tm.regTerm)
 			tm.jmID = resp.GetJobmanagerId()
 			tm.hbInterval = max(time.Duration(resp.GetHeartbeatIntervalMs())*time.Millisecond, time.Millisecond)
 			tm.hbTimeout = max(time.Duration(resp.GetHeartbeatTimeoutMs())*time.Millisecond, tm.hbInterval)
@@ -317,14 +373,14 @@ func (tm *TaskManager) unregister() {
 	tm.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), min(tm.opts.RPCTimeout, 2*time.Second))
 	defer cancel()
-	_, err := tm.jm.UnregisterTaskManager(ctx, &rpcpb.UnregisterTaskManagerRequest{
+	_, err := tm.jobManager().UnregisterTaskManager(ctx, &rpcpb.UnregisterTaskManagerRequest{
 		ResourceId: tm.opts.ResourceID, RegistrationId: regID,
 	})
 	if err != nil {
-		tm.log.Warn("could not unregister from the jobmanager", "jobmanager", tm.opts.JobManagerAddress, "error", err)
+		tm.log.Warn("could not unregister from the jobmanager", "jobmanager", tm.jobManagerAddr(), "error", err)
 		return
 	}
-	tm.log.Info("unregistered from the jobmanager", "jobmanager", tm.opts.JobManagerAddress)
+	tm.log.Info("unregistered from the jobmanager", "jobmanager", tm.jobManagerAddr())
 }
 
 // tmService implements the TaskManager RPC service.
@@ -335,6 +391,9 @@ type tmService struct {
 
 func (s *tmService) Heartbeat(ctx context.Context, req *rpcpb.HeartbeatRequest) (*rpcpb.HeartbeatResponse, error) {
 	tm := s.tm
+	if err := tm.checkTerm(req.GetLeaderTerm()); err != nil {
+		return nil, err
+	}
 	tm.mu.Lock()
 	if req.GetRegistrationId() != tm.regID {
 		tm.mu.Unlock()

@@ -106,6 +106,7 @@ type workerStatus struct {
 type workerAttempt struct {
 	jobID      string
 	attempt    int
+	term       int64 // of the JobManager that deployed it
 	dir        string
 	statusPath string
 	token      string
@@ -139,6 +140,9 @@ type workers struct {
 
 func (s *tmService) SubmitJob(ctx context.Context, req *rpcpb.SubmitJobRequest) (*rpcpb.SubmitJobResponse, error) {
 	tm := s.tm
+	if err := tm.checkTerm(req.GetLeaderTerm()); err != nil {
+		return nil, err
+	}
 	tm.mu.Lock()
 	regID := tm.regID
 	tm.mu.Unlock()
@@ -176,6 +180,7 @@ func (s *tmService) SubmitJob(ctx context.Context, req *rpcpb.SubmitJobRequest) 
 	a := &workerAttempt{
 		jobID:   req.GetJobId(),
 		attempt: int(req.GetAttempt()),
+		term:    req.GetLeaderTerm(),
 		token:   newID() + newID(),
 		done:    make(chan struct{}),
 		state:   attemptDeploying,
@@ -186,6 +191,10 @@ func (s *tmService) SubmitJob(ctx context.Context, req *rpcpb.SubmitJobRequest) 
 		dataToken:   req.GetDataToken(),
 	}
 	a.dir = filepath.Join(tm.workDir, "jobs", fmt.Sprintf("%s-%d", a.jobID, a.attempt))
+	if a.term != 0 {
+		// A new leader numbers attempts afresh: the term keeps them apart.
+		a.dir = filepath.Join(tm.workDir, "jobs", fmt.Sprintf("%s-t%d-%d", a.jobID, a.term, a.attempt))
+	}
 	a.statusPath = filepath.Join(a.dir, "status.json")
 	a.peersPath = filepath.Join(a.dir, "peers.json")
 	w.attempts[a.jobID] = a
@@ -374,7 +383,7 @@ func (tm *TaskManager) requestHeartbeat() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), tm.opts.RPCTimeout)
 	defer cancel()
-	if _, err := tm.jm.RequestHeartbeat(ctx, &rpcpb.RequestHeartbeatRequest{ResourceId: tm.opts.ResourceID, RegistrationId: regID}); err != nil {
+	if _, err := tm.jobManager().RequestHeartbeat(ctx, &rpcpb.RequestHeartbeatRequest{ResourceId: tm.opts.ResourceID, RegistrationId: regID}); err != nil {
 		tm.log.Debug("requesting a heartbeat failed", "error", err)
 	}
 }
@@ -432,7 +441,8 @@ func (w *workers) rendezvous(a *workerAttempt) {
 		regID := tm.regID
 		tm.mu.Unlock()
 		rctx, rcancel := context.WithTimeout(ctx, tm.opts.RPCTimeout)
-		resp, err := tm.jm.ReportWorker(rctx, &rpcpb.ReportWorkerRequest{
+		resp, err := tm.jobManager().ReportWorker(rctx, &rpcpb.ReportWorkerRequest{
+			LeaderTerm:     a.term,
 			ResourceId:     tm.opts.ResourceID,
 			RegistrationId: regID,
 			JobId:          a.jobID,
@@ -547,7 +557,7 @@ func (w *workers) fetch(sum string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(tm.ctx, 10*time.Minute)
 	defer cancel()
-	stream, err := tm.jm.FetchArtifact(ctx, &rpcpb.FetchArtifactRequest{Sha256: sum})
+	stream, err := tm.jobManager().FetchArtifact(ctx, &rpcpb.FetchArtifactRequest{Sha256: sum})
 	if err != nil {
 		return "", errors.New(grpcMessage(err))
 	}
@@ -590,6 +600,9 @@ func (a *workerAttempt) cancel(grace time.Duration) {
 }
 
 func (s *tmService) CancelJob(ctx context.Context, req *rpcpb.CancelJobRequest) (*rpcpb.CancelJobResponse, error) {
+	if err := s.tm.checkTerm(req.GetLeaderTerm()); err != nil {
+		return nil, err
+	}
 	w := s.tm.workers
 	w.mu.Lock()
 	a := w.attempts[req.GetJobId()]
@@ -602,6 +615,9 @@ func (s *tmService) CancelJob(ctx context.Context, req *rpcpb.CancelJobRequest) 
 }
 
 func (s *tmService) TriggerSavepoint(ctx context.Context, req *rpcpb.TriggerSavepointRequest) (*rpcpb.TriggerSavepointResponse, error) {
+	if err := s.tm.checkTerm(req.GetLeaderTerm()); err != nil {
+		return nil, err
+	}
 	w := s.tm.workers
 	w.mu.Lock()
 	a := w.attempts[req.GetJobId()]

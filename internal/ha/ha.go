@@ -93,6 +93,10 @@ func Open(ctx context.Context, cfg Config) (*Services, error) {
 // once).
 func (s *Services) Close() error { return s.client.Close() }
 
+// Blobs is the cluster's directory under high-availability.storageDir,
+// where large things go that etcd only points at.
+func (s *Services) Blobs() *storage.Location { return s.storage }
+
 // Config returns the services' configuration.
 func (s *Services) Config() Config { return s.cfg }
 

@@ -44,8 +44,12 @@ type ConfirmCheckpointRequest struct {
 	// The job's execution.checkpointing.externalized-checkpoint-retention,
 	// as the program set it: whether a cancel keeps the checkpoints.
 	RetainOnCancellation bool `protobuf:"varint,9,opt,name=retain_on_cancellation,json=retainOnCancellation,proto3" json:"retain_on_cancellation,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// Term of the JobManager that deployed the attempt: a new leader
+	// numbers attempts afresh, so attempt numbers alone do not tell its
+	// attempts from a deposed leader's.
+	LeaderTerm    int64 `protobuf:"varint,10,opt,name=leader_term,json=leaderTerm,proto3" json:"leader_term,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ConfirmCheckpointRequest) Reset() {
@@ -139,6 +143,13 @@ func (x *ConfirmCheckpointRequest) GetRetainOnCancellation() bool {
 		return x.RetainOnCancellation
 	}
 	return false
+}
+
+func (x *ConfirmCheckpointRequest) GetLeaderTerm() int64 {
+	if x != nil {
+		return x.LeaderTerm
+	}
+	return 0
 }
 
 type ConfirmCheckpointResponse struct {
@@ -407,8 +418,11 @@ type RegisterTaskManagerResponse struct {
 	// that both sides agree on when the other counts as lost.
 	HeartbeatIntervalMs int64 `protobuf:"varint,2,opt,name=heartbeat_interval_ms,json=heartbeatIntervalMs,proto3" json:"heartbeat_interval_ms,omitempty"`
 	HeartbeatTimeoutMs  int64 `protobuf:"varint,3,opt,name=heartbeat_timeout_ms,json=heartbeatTimeoutMs,proto3" json:"heartbeat_timeout_ms,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Leadership term of the JobManager that accepted the registration
+	// (0 without high availability).
+	LeaderTerm    int64 `protobuf:"varint,4,opt,name=leader_term,json=leaderTerm,proto3" json:"leader_term,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterTaskManagerResponse) Reset() {
@@ -458,6 +472,13 @@ func (x *RegisterTaskManagerResponse) GetHeartbeatIntervalMs() int64 {
 func (x *RegisterTaskManagerResponse) GetHeartbeatTimeoutMs() int64 {
 	if x != nil {
 		return x.HeartbeatTimeoutMs
+	}
+	return 0
+}
+
+func (x *RegisterTaskManagerResponse) GetLeaderTerm() int64 {
+	if x != nil {
+		return x.LeaderTerm
 	}
 	return 0
 }
@@ -554,8 +575,12 @@ type HeartbeatRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	JobmanagerId   string                 `protobuf:"bytes,1,opt,name=jobmanager_id,json=jobmanagerId,proto3" json:"jobmanager_id,omitempty"`
 	RegistrationId string                 `protobuf:"bytes,2,opt,name=registration_id,json=registrationId,proto3" json:"registration_id,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Leadership term of the JobManager that sends it (high availability;
+	// 0 without). A TaskManager refuses a term below the highest it has
+	// seen: a deposed JobManager must not act on it.
+	LeaderTerm    int64 `protobuf:"varint,3,opt,name=leader_term,json=leaderTerm,proto3" json:"leader_term,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HeartbeatRequest) Reset() {
@@ -600,6 +625,13 @@ func (x *HeartbeatRequest) GetRegistrationId() string {
 		return x.RegistrationId
 	}
 	return ""
+}
+
+func (x *HeartbeatRequest) GetLeaderTerm() int64 {
+	if x != nil {
+		return x.LeaderTerm
+	}
+	return 0
 }
 
 // HeartbeatResponse reports the job attempts the TaskManager runs, or ran
@@ -940,7 +972,11 @@ type SubmitJobRequest struct {
 	Placement []int32 `protobuf:"varint,13,rep,packed,name=placement,proto3" json:"placement,omitempty"`
 	// Secret that the workers of the attempt present to each other on their
 	// data connections; the same for all of them.
-	DataToken     string `protobuf:"bytes,14,opt,name=data_token,json=dataToken,proto3" json:"data_token,omitempty"`
+	DataToken string `protobuf:"bytes,14,opt,name=data_token,json=dataToken,proto3" json:"data_token,omitempty"`
+	// Leadership term of the JobManager that sends it (high availability;
+	// 0 without). A TaskManager refuses a term below the highest it has
+	// seen: a deposed JobManager must not act on it.
+	LeaderTerm    int64 `protobuf:"varint,15,opt,name=leader_term,json=leaderTerm,proto3" json:"leader_term,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1073,6 +1109,13 @@ func (x *SubmitJobRequest) GetDataToken() string {
 	return ""
 }
 
+func (x *SubmitJobRequest) GetLeaderTerm() int64 {
+	if x != nil {
+		return x.LeaderTerm
+	}
+	return 0
+}
+
 type SubmitJobResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1117,7 +1160,9 @@ type ReportWorkerRequest struct {
 	Attempt        int32                  `protobuf:"varint,4,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	WorkerIndex    int32                  `protobuf:"varint,5,opt,name=worker_index,json=workerIndex,proto3" json:"worker_index,omitempty"`
 	// host:port the worker accepts data connections on.
-	DataAddress   string `protobuf:"bytes,6,opt,name=data_address,json=dataAddress,proto3" json:"data_address,omitempty"`
+	DataAddress string `protobuf:"bytes,6,opt,name=data_address,json=dataAddress,proto3" json:"data_address,omitempty"`
+	// Term of the JobManager that deployed the attempt.
+	LeaderTerm    int64 `protobuf:"varint,7,opt,name=leader_term,json=leaderTerm,proto3" json:"leader_term,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1194,6 +1239,13 @@ func (x *ReportWorkerRequest) GetDataAddress() string {
 	return ""
 }
 
+func (x *ReportWorkerRequest) GetLeaderTerm() int64 {
+	if x != nil {
+		return x.LeaderTerm
+	}
+	return 0
+}
+
 type ReportWorkerResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// True once every worker of the attempt has reported.
@@ -1249,9 +1301,13 @@ func (x *ReportWorkerResponse) GetDataAddresses() []string {
 }
 
 type CancelJobRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Attempt       int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	JobId   string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Attempt int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// Leadership term of the JobManager that sends it (high availability;
+	// 0 without). A TaskManager refuses a term below the highest it has
+	// seen: a deposed JobManager must not act on it.
+	LeaderTerm    int64 `protobuf:"varint,3,opt,name=leader_term,json=leaderTerm,proto3" json:"leader_term,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1300,6 +1356,13 @@ func (x *CancelJobRequest) GetAttempt() int32 {
 	return 0
 }
 
+func (x *CancelJobRequest) GetLeaderTerm() int64 {
+	if x != nil {
+		return x.LeaderTerm
+	}
+	return 0
+}
+
 type CancelJobResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1343,8 +1406,12 @@ type TriggerSavepointRequest struct {
 	TargetDirectory string                 `protobuf:"bytes,3,opt,name=target_directory,json=targetDirectory,proto3" json:"target_directory,omitempty"`
 	Stop            bool                   `protobuf:"varint,4,opt,name=stop,proto3" json:"stop,omitempty"`
 	Drain           bool                   `protobuf:"varint,5,opt,name=drain,proto3" json:"drain,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Leadership term of the JobManager that sends it (high availability;
+	// 0 without). A TaskManager refuses a term below the highest it has
+	// seen: a deposed JobManager must not act on it.
+	LeaderTerm    int64 `protobuf:"varint,6,opt,name=leader_term,json=leaderTerm,proto3" json:"leader_term,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TriggerSavepointRequest) Reset() {
@@ -1412,6 +1479,13 @@ func (x *TriggerSavepointRequest) GetDrain() bool {
 	return false
 }
 
+func (x *TriggerSavepointRequest) GetLeaderTerm() int64 {
+	if x != nil {
+		return x.LeaderTerm
+	}
+	return 0
+}
+
 type TriggerSavepointResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
@@ -1460,7 +1534,7 @@ var File_cluster_proto protoreflect.FileDescriptor
 
 const file_cluster_proto_rawDesc = "" +
 	"\n" +
-	"\rcluster.proto\x12\x0fweir.cluster.v1\"\xc5\x02\n" +
+	"\rcluster.proto\x12\x0fweir.cluster.v1\"\xe6\x02\n" +
 	"\x18ConfirmCheckpointRequest\x12\x1f\n" +
 	"\vresource_id\x18\x01 \x01(\tR\n" +
 	"resourceId\x12'\n" +
@@ -1471,7 +1545,10 @@ const file_cluster_proto_rawDesc = "" +
 	"\rcheckpoint_id\x18\x06 \x01(\x03R\fcheckpointId\x12\x12\n" +
 	"\x04path\x18\a \x01(\tR\x04path\x12\x1c\n" +
 	"\tsavepoint\x18\b \x01(\bR\tsavepoint\x124\n" +
-	"\x16retain_on_cancellation\x18\t \x01(\bR\x14retainOnCancellation\"\x1b\n" +
+	"\x16retain_on_cancellation\x18\t \x01(\bR\x14retainOnCancellation\x12\x1f\n" +
+	"\vleader_term\x18\n" +
+	" \x01(\x03R\n" +
+	"leaderTerm\"\x1b\n" +
 	"\x19ConfirmCheckpointResponse\"c\n" +
 	"\x17RequestHeartbeatRequest\x12\x1f\n" +
 	"\vresource_id\x18\x01 \x01(\tR\n" +
@@ -1487,19 +1564,23 @@ const file_cluster_proto_rawDesc = "" +
 	"\x0fregistration_id\x18\x02 \x01(\tR\x0eregistrationId\x12\x18\n" +
 	"\aaddress\x18\x03 \x01(\tR\aaddress\x12\x14\n" +
 	"\x05slots\x18\x04 \x01(\x05R\x05slots\x125\n" +
-	"\bhardware\x18\x05 \x01(\v2\x19.weir.cluster.v1.HardwareR\bhardware\"\xa8\x01\n" +
+	"\bhardware\x18\x05 \x01(\v2\x19.weir.cluster.v1.HardwareR\bhardware\"\xc9\x01\n" +
 	"\x1bRegisterTaskManagerResponse\x12#\n" +
 	"\rjobmanager_id\x18\x01 \x01(\tR\fjobmanagerId\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x02 \x01(\x03R\x13heartbeatIntervalMs\x120\n" +
-	"\x14heartbeat_timeout_ms\x18\x03 \x01(\x03R\x12heartbeatTimeoutMs\"h\n" +
+	"\x14heartbeat_timeout_ms\x18\x03 \x01(\x03R\x12heartbeatTimeoutMs\x12\x1f\n" +
+	"\vleader_term\x18\x04 \x01(\x03R\n" +
+	"leaderTerm\"h\n" +
 	"\x1cUnregisterTaskManagerRequest\x12\x1f\n" +
 	"\vresource_id\x18\x01 \x01(\tR\n" +
 	"resourceId\x12'\n" +
 	"\x0fregistration_id\x18\x02 \x01(\tR\x0eregistrationId\"\x1f\n" +
-	"\x1dUnregisterTaskManagerResponse\"`\n" +
+	"\x1dUnregisterTaskManagerResponse\"\x81\x01\n" +
 	"\x10HeartbeatRequest\x12#\n" +
 	"\rjobmanager_id\x18\x01 \x01(\tR\fjobmanagerId\x12'\n" +
-	"\x0fregistration_id\x18\x02 \x01(\tR\x0eregistrationId\"C\n" +
+	"\x0fregistration_id\x18\x02 \x01(\tR\x0eregistrationId\x12\x1f\n" +
+	"\vleader_term\x18\x03 \x01(\x03R\n" +
+	"leaderTerm\"C\n" +
 	"\x11HeartbeatResponse\x12.\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x1a.weir.cluster.v1.JobStatusR\x04jobs\"\x85\x02\n" +
 	"\tJobStatus\x12\x15\n" +
@@ -1521,7 +1602,7 @@ const file_cluster_proto_rawDesc = "" +
 	"\x14FetchArtifactRequest\x12\x16\n" +
 	"\x06sha256\x18\x01 \x01(\tR\x06sha256\"#\n" +
 	"\rArtifactChunk\x12\x12\n" +
-	"\x04data\x18\x01 \x01(\fR\x04data\"\xdd\x03\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"\xfe\x03\n" +
 	"\x10SubmitJobRequest\x12'\n" +
 	"\x0fregistration_id\x18\x01 \x01(\tR\x0eregistrationId\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x18\n" +
@@ -1538,8 +1619,10 @@ const file_cluster_proto_rawDesc = "" +
 	"\aworkers\x18\f \x01(\x05R\aworkers\x12\x1c\n" +
 	"\tplacement\x18\r \x03(\x05R\tplacement\x12\x1d\n" +
 	"\n" +
-	"data_token\x18\x0e \x01(\tR\tdataToken\"\x13\n" +
-	"\x11SubmitJobResponse\"\xd6\x01\n" +
+	"data_token\x18\x0e \x01(\tR\tdataToken\x12\x1f\n" +
+	"\vleader_term\x18\x0f \x01(\x03R\n" +
+	"leaderTerm\"\x13\n" +
+	"\x11SubmitJobResponse\"\xf7\x01\n" +
 	"\x13ReportWorkerRequest\x12\x1f\n" +
 	"\vresource_id\x18\x01 \x01(\tR\n" +
 	"resourceId\x12'\n" +
@@ -1547,20 +1630,26 @@ const file_cluster_proto_rawDesc = "" +
 	"\x06job_id\x18\x03 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x04 \x01(\x05R\aattempt\x12!\n" +
 	"\fworker_index\x18\x05 \x01(\x05R\vworkerIndex\x12!\n" +
-	"\fdata_address\x18\x06 \x01(\tR\vdataAddress\"Y\n" +
+	"\fdata_address\x18\x06 \x01(\tR\vdataAddress\x12\x1f\n" +
+	"\vleader_term\x18\a \x01(\x03R\n" +
+	"leaderTerm\"Y\n" +
 	"\x14ReportWorkerResponse\x12\x1a\n" +
 	"\bcomplete\x18\x01 \x01(\bR\bcomplete\x12%\n" +
-	"\x0edata_addresses\x18\x02 \x03(\tR\rdataAddresses\"C\n" +
+	"\x0edata_addresses\x18\x02 \x03(\tR\rdataAddresses\"d\n" +
 	"\x10CancelJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
-	"\aattempt\x18\x02 \x01(\x05R\aattempt\"\x13\n" +
-	"\x11CancelJobResponse\"\x9f\x01\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x1f\n" +
+	"\vleader_term\x18\x03 \x01(\x03R\n" +
+	"leaderTerm\"\x13\n" +
+	"\x11CancelJobResponse\"\xc0\x01\n" +
 	"\x17TriggerSavepointRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12)\n" +
 	"\x10target_directory\x18\x03 \x01(\tR\x0ftargetDirectory\x12\x12\n" +
 	"\x04stop\x18\x04 \x01(\bR\x04stop\x12\x14\n" +
-	"\x05drain\x18\x05 \x01(\bR\x05drain\".\n" +
+	"\x05drain\x18\x05 \x01(\bR\x05drain\x12\x1f\n" +
+	"\vleader_term\x18\x06 \x01(\x03R\n" +
+	"leaderTerm\".\n" +
 	"\x18TriggerSavepointResponse\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path2\x82\x05\n" +
 	"\n" +
