@@ -144,4 +144,3 @@ func (unavailableJobManager) RequestHeartbeat(context.Context, *rpcpb.RequestHea
 func (unavailableJobManager) ConfirmCheckpoint(context.Context, *rpcpb.ConfirmCheckpointRequest, ...grpc.CallOption) (*rpcpb.ConfirmCheckpointResponse, error) {
 	return nil, errNoJobManager
 }
-
