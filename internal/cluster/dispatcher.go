@@ -151,6 +151,10 @@ type JobDetails struct {
 	// first.
 	Attempt  int `json:"attempt"`
 	Restarts int `json:"restarts"`
+	// LeaderTerm is the leadership term of the JobManager that runs the
+	// job (high availability; 0 without): a new leader numbers attempts
+	// from 1 again, so (LeaderTerm, Attempt) orders the attempts.
+	LeaderTerm int64 `json:"leaderTerm,omitempty"`
 	// TaskManager runs the leader worker of the current attempt (worker 0,
 	// which holds job slot 0 and coordinates checkpoints and savepoints).
 	TaskManager        string `json:"taskmanager,omitempty"`
@@ -232,6 +236,7 @@ type job struct {
 	spread      bool // cluster.evenly-spread-out-slots
 	restart     runtime.RestartStrategy
 	events      chan jobEvent // to the job's goroutine
+	term        int64         // of the JobManager that runs it
 
 	state         string
 	attempt       int
@@ -346,6 +351,7 @@ func (d *dispatcher) recover(sj storedJob, restore string) error {
 
 // start registers a new job and runs it.
 func (d *dispatcher) start(j *job) {
+	j.term = d.jm.leaderTerm()
 	d.mu.Lock()
 	d.jobs[j.id] = j
 	d.order = append(d.order, j.id)
@@ -1199,6 +1205,7 @@ func (d *dispatcher) details(id string) (JobDetails, bool) {
 
 func (j *job) detailsLocked() JobDetails {
 	out := JobDetails{
+		LeaderTerm: j.term,
 		ID: j.id, Name: j.name, State: j.state, Attempt: j.attempt, Restarts: j.restarts,
 		TaskManager: j.tm, TaskManagerAddress: j.tmAddress, SlotsNeeded: j.slots,
 		StartTime: j.created.UnixMilli(), EndTime: -1,
