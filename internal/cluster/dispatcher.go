@@ -1206,7 +1206,7 @@ func (d *dispatcher) details(id string) (JobDetails, bool) {
 func (j *job) detailsLocked() JobDetails {
 	out := JobDetails{
 		LeaderTerm: j.term,
-		ID: j.id, Name: j.name, State: j.state, Attempt: j.attempt, Restarts: j.restarts,
+		ID:         j.id, Name: j.name, State: j.state, Attempt: j.attempt, Restarts: j.restarts,
 		TaskManager: j.tm, TaskManagerAddress: j.tmAddress, SlotsNeeded: j.slots,
 		StartTime: j.created.UnixMilli(), EndTime: -1,
 		Vertices:    slices.Clone(j.vertices),
