@@ -45,8 +45,11 @@ Faults (--faults, comma-separated):
                     JobManager's RPC port are reset (ss -K)
   fill-storage      the checkpoint storage (a tmpfs of --storage-size that
                     the harness mounts; needs root) is full for --fill-for
-kill-jobmanager (until weir has high availability) and clock-jump are
-named but not injected, and the report says why.
+  kill-jobmanager   SIGKILL of the leading JobManager, then a new standby
+                    starts; asking for it runs the cluster highly
+                    available (an etcd server the harness starts, needs
+                    Debian's etcd-server; two JobManagers, lease TTL 2 s)
+clock-jump is named but not injected, and the report says why.
 
 It prints a summary and writes a JSON report (faults by kind, restarts,
 recovery times, checkpoints, lines lost and duplicated). A run that loses

@@ -8,7 +8,6 @@
 package verify
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,8 +55,9 @@ const (
 	// tmpfs the harness mounts) for a few seconds: checkpoints fail with
 	// "no space left on device".
 	FillStorage = "fill-storage"
-	// KillJobManager SIGKILLs the JobManager. Without high availability a
-	// JobManager's jobs die with it, so this kind is refused for now.
+	// KillJobManager SIGKILLs the leading JobManager and starts a new
+	// standby. Asking for it runs the cluster highly available: an etcd
+	// server (Debian's etcd) and two JobManagers.
 	KillJobManager = "kill-jobmanager"
 	// ClockJump would move a process's processing-time clock; it is
 	// reported as not injected (see unsupported).
@@ -65,13 +65,12 @@ const (
 )
 
 // Kinds are the fault kinds a run can inject.
-var Kinds = []string{KillTaskManager, KillWorker, StopTaskManager, PanicTask, ErrorTask, CutConnections, FillStorage}
+var Kinds = []string{KillTaskManager, KillWorker, StopTaskManager, PanicTask, ErrorTask, CutConnections, FillStorage, KillJobManager}
 
 // unsupported are the kinds named in the issue that this harness cannot
 // inject yet, with the reason, so that a report says so rather than
 // silently leaving them out.
 var unsupported = map[string]string{
-	KillJobManager: "no high availability yet: a JobManager's jobs end with it",
 	ClockJump:      "weir's processes read the system clock, which a test must not move; no per-process clock offset exists yet",
 }
 
@@ -372,7 +371,7 @@ func (o *Options) round(ctx context.Context, c *localCluster, rng *rand.Rand, n 
 		if _, no := c.unavailable[kind]; no {
 			continue
 		}
-		attempt := d.Attempt
+		term, attempt := d.LeaderTerm, d.Attempt
 		at := time.Now()
 		what, err := c.inject(ctx, *o, rng, kind, d)
 		if err != nil {
@@ -386,8 +385,9 @@ func (o *Options) round(ctx context.Context, c *localCluster, rng *rand.Rand, n 
 		// not count.
 		for time.Since(at) < o.RoundTimeout && ctx.Err() == nil {
 			ended = poll()
-			if ended || d.Attempt > attempt && d.State == cluster.JobRunning {
-				if d.Attempt > attempt {
+			later := d.LeaderTerm > term || d.LeaderTerm == term && d.Attempt > attempt
+			if ended || later && d.State == cluster.JobRunning {
+				if later {
 					r.recoveries = append(r.recoveries, time.Since(at))
 				}
 				break
@@ -455,7 +455,13 @@ type localCluster struct {
 	rest     *cluster.RESTClient
 	restAddr string
 	defines  []string
-	jm       *exec.Cmd
+	jms      []*jobManager
+	jmArgs   []string // of weir jobmanager
+	jmSeq    int
+	// ha is set when the cluster runs highly available (for
+	// kill-jobmanager): etcd, haConfig for every process, and a REST
+	// client that follows the leader.
+	ha *haParts
 	// quit ends the goroutines that resume stopped TaskManagers; wg
 	// waits for them.
 	quit chan struct{}
@@ -524,51 +530,29 @@ func startCluster(ctx context.Context, o Options) (*localCluster, error) {
 	if o.Spread {
 		args = append(args, "-D", "cluster.evenly-spread-out-slots=true")
 	}
-	logFile, err := os.Create(filepath.Join(c.dir, "jobmanager.log"))
+	if slices.Contains(o.Faults, KillJobManager) {
+		if err := c.startHA(ctx); err != nil {
+			c.unavailable[KillJobManager] = err.Error()
+		} else {
+			args = append(args, "--config", c.ha.config)
+		}
+	}
+	c.jmArgs = args
+	jm, err := c.startJobManager()
 	if err != nil {
+		c.stop()
 		return nil, err
 	}
-	defer logFile.Close()
-	c.jm = exec.Command(o.Weir, args...)
-	c.jm.Stderr = logFile
-	stdout, err := c.jm.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := c.jm.Start(); err != nil {
-		return nil, fmt.Errorf("verify: starting the jobmanager: %w", err)
-	}
-	addrs := make(chan []string, 1)
-	go func() {
-		// Owned by the JobManager process: ends when its stdout closes.
-		sc := bufio.NewScanner(stdout)
-		sent := false
-		for sc.Scan() {
-			fmt.Fprintln(logFile, sc.Text())
-			if m := jmAddrs.FindStringSubmatch(sc.Text()); m != nil && !sent {
-				addrs <- m[1:]
-				sent = true
-			}
-		}
-		if !sent {
-			close(addrs)
-		}
-	}()
-	select {
-	case m, ok := <-addrs:
-		if !ok {
-			c.jm.Wait()
-			return nil, fmt.Errorf("verify: the jobmanager exited; see %s", filepath.Join(c.dir, "jobmanager.log"))
-		}
-		c.rpc, c.restAddr = m[0], strings.TrimPrefix(m[1], "http://")
-	case <-time.After(30 * time.Second):
-		c.jm.Process.Kill()
-		c.jm.Wait()
-		return nil, errors.New("verify: the jobmanager printed no addresses within 30 s")
-	}
+	c.rpc, c.restAddr = jm.rpc, strings.TrimPrefix(jm.rest, "http://")
 	if c.rest, err = cluster.NewRESTClient(c.restAddr, cluster.Security{}); err != nil {
 		c.stop()
 		return nil, err
+	}
+	if c.ha != nil {
+		if err := c.followLeader(ctx, jm); err != nil {
+			c.stop()
+			return nil, err
+		}
 	}
 	for range o.TaskManagers {
 		if err := c.startTaskManager(o.Slots); err != nil {
@@ -595,8 +579,13 @@ func (c *localCluster) startTaskManager(slots int) error {
 	c.seq++
 	id := fmt.Sprintf("tm-%d", c.seq)
 	c.mu.Unlock()
-	args := []string{"taskmanager", "--jobmanager", c.rpc, "--slots", strconv.Itoa(slots), "--rpc-port", "0",
+	args := []string{"taskmanager", "--slots", strconv.Itoa(slots), "--rpc-port", "0",
 		"-D", "taskmanager.resource-id=" + id}
+	if c.ha != nil {
+		args = append(args, "--config", c.ha.config)
+	} else {
+		args = append(args, "--jobmanager", c.rpc)
+	}
 	for _, d := range c.defines {
 		args = append(args, "-D", d)
 	}
@@ -642,20 +631,22 @@ func (c *localCluster) stop() {
 			<-tm.done
 		}
 	}
-	if c.jm != nil {
-		c.jm.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { c.jm.Wait(); close(done) }()
+	c.mu.Lock()
+	jms := c.jms
+	c.mu.Unlock()
+	for _, jm := range jms {
+		jm.cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-done:
+		case <-jm.done:
 		case <-time.After(15 * time.Second):
-			c.jm.Process.Kill()
-			<-done
+			jm.cmd.Process.Kill()
+			<-jm.done
 		}
 	}
 	if c.rest != nil {
 		c.rest.Close()
 	}
+	c.stopHA()
 	if c.storage != "" {
 		exec.Command("umount", c.storage).Run()
 	}
@@ -663,7 +654,12 @@ func (c *localCluster) stop() {
 
 // submit starts the job with weir run -d and returns its ID.
 func (c *localCluster) submit(ctx context.Context, o Options, dir string) (string, error) {
-	args := []string{"run", "-d", "--jobmanager", c.restAddr, "-p", strconv.Itoa(o.Parallelism)}
+	args := []string{"run", "-d", "-p", strconv.Itoa(o.Parallelism)}
+	if c.ha != nil {
+		args = append(args, "--config", c.ha.config)
+	} else {
+		args = append(args, "--jobmanager", c.restAddr)
+	}
 	for _, d := range o.Defines {
 		args = append(args, "-D", d)
 	}
@@ -728,9 +724,11 @@ func (c *localCluster) inject(ctx context.Context, o Options, rng *rand.Rand, ki
 			return "", err
 		}
 		return "worker pid " + strconv.Itoa(pid), nil
+	case KillJobManager:
+		return c.killLeader(ctx)
 	case CutConnections:
 		targets := map[string]string{}
-		if _, port, err := net.SplitHostPort(c.rpc); err == nil {
+		if _, port, err := net.SplitHostPort(c.leaderRPC(ctx)); err == nil {
 			targets[port] = "the jobmanager's RPC"
 		}
 		for _, w := range d.Workers {
