@@ -71,7 +71,7 @@ var Kinds = []string{KillTaskManager, KillWorker, StopTaskManager, PanicTask, Er
 // inject yet, with the reason, so that a report says so rather than
 // silently leaving them out.
 var unsupported = map[string]string{
-	ClockJump:      "weir's processes read the system clock, which a test must not move; no per-process clock offset exists yet",
+	ClockJump: "weir's processes read the system clock, which a test must not move; no per-process clock offset exists yet",
 }
 
 // Options configure a verification run.
