@@ -17,9 +17,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -91,7 +93,7 @@ func (jm *JobManager) IsLeader() bool { return jm.leading() }
 // stored jobs, and ends the JobManager when leadership is lost.
 func (jm *JobManager) campaign() {
 	defer jm.wg.Done()
-	self, _ := json.Marshal(LeaderInfo{RPC: jm.RPCAddr(), REST: jm.RESTURL()})
+	self, _ := json.Marshal(jm.advertised())
 	jm.log.Info("standby: campaigning for leadership", "cluster-id", jm.ha.services.Config().ClusterID)
 	l, err := jm.ha.services.Campaign(jm.ctx, string(self))
 	if err != nil {
@@ -309,7 +311,7 @@ func (jm *JobManager) standbyREST(next http.Handler) http.Handler {
 			return
 		}
 		li, ok := jm.currentLeader()
-		if !ok || jm.ha.deposed.Load() && li.REST == jm.RESTURL() {
+		if !ok || jm.ha.deposed.Load() && li.REST == jm.advertised().REST {
 			w.Header().Set("Retry-After", "1")
 			writeError(w, http.StatusServiceUnavailable, "no JobManager leads the cluster at the moment (high availability: an election is under way); retry shortly")
 			return
@@ -318,4 +320,27 @@ func (jm *JobManager) standbyREST(next http.Handler) http.Handler {
 		// 307 keeps the method and body: a submission goes to the leader.
 		http.Redirect(w, r, target, http.StatusTemporaryRedirect)
 	})
+}
+
+// advertised is what the JobManager publishes when it leads: its
+// listeners' ports on the host others reach it at.
+func (jm *JobManager) advertised() LeaderInfo {
+	host := jm.opts.AdvertisedHost
+	if host == "" {
+		host = jm.opts.BindHost
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			host = "localhost"
+			if h, err := os.Hostname(); err == nil {
+				host = h
+			}
+		}
+	}
+	scheme := "http"
+	if jm.opts.Security.TLS.Enabled {
+		scheme = "https"
+	}
+	return LeaderInfo{
+		RPC:  net.JoinHostPort(host, strconv.Itoa(jm.rpcLn.Addr().(*net.TCPAddr).Port)),
+		REST: scheme + "://" + net.JoinHostPort(host, strconv.Itoa(jm.restLn.Addr().(*net.TCPAddr).Port)),
+	}
 }

@@ -54,6 +54,10 @@ type JobManagerOptions struct {
 	// available cluster (high-availability.type: etcd): it serves only
 	// while it leads. The caller opens and closes the services.
 	HA *ha.Services
+	// AdvertisedHost is the host that the leader publishes for
+	// TaskManagers and clients to reach it at (high availability): ""
+	// = BindHost, or the host name when BindHost is a wildcard.
+	AdvertisedHost string
 }
 
 func (o *JobManagerOptions) validate() error {

@@ -36,7 +36,18 @@ func JobManagerOptionsFrom(cfg *config.Configuration) JobManagerOptions {
 		EvenlySpreadOutSlots: config.ClusterEvenlySpreadOutSlots.Get(cfg),
 		DefaultParallelism:   max(1, config.Parallelism.Get(cfg)),
 		WorkingDir:           config.ProcessWorkingDir.Get(cfg),
+		AdvertisedHost:       advertisedJobManagerHost(cfg),
 	}
+}
+
+// advertisedJobManagerHost is jobmanager.rpc.address when the
+// configuration sets it: the address a highly available JobManager
+// publishes (in Kubernetes, the pod's IP).
+func advertisedJobManagerHost(cfg *config.Configuration) string {
+	if cfg.IsSet(config.JobManagerRPCAddress.Key) {
+		return config.JobManagerRPCAddress.Get(cfg)
+	}
+	return ""
 }
 
 // TaskManagerOptionsFrom reads a TaskManager's options from cfg. A
