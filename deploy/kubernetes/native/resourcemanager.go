@@ -425,6 +425,8 @@ func (rm *ResourceManager) TaskManagerPod(name string) *corev1.Pod {
 		Spec: corev1.PodSpec{
 			RestartPolicy:      corev1.RestartPolicyNever,
 			ServiceAccountName: c.ServiceAccount,
+			// A TaskManager never calls the Kubernetes API.
+			AutomountServiceAccountToken: new(false),
 			Containers: []corev1.Container{{
 				Name:            ComponentTaskManager,
 				Image:           c.Image,
