@@ -32,6 +32,7 @@ const (
 	KeyTMMemory        = "kubernetes.taskmanager.memory"
 	KeyTMIdleTimeout   = "kubernetes.taskmanager.idle-timeout"
 	KeyTMMaxCount      = "kubernetes.taskmanager.max-count"
+	KeyTMRegTimeout    = "kubernetes.taskmanager.registration-timeout"
 	KeyServiceAccount  = "kubernetes.taskmanager.service-account"
 	KeyTokenSecret     = "kubernetes.token-secret"
 	KeyPollInterval    = "kubernetes.resource-manager.poll-interval"
@@ -39,17 +40,18 @@ const (
 
 // Options are the kubernetes.* options with their defaults applied.
 type Options struct {
-	ClusterID       string            // kubernetes.cluster-id: required; names and labels every object
-	Namespace       string            // kubernetes.namespace: empty means the JobManager pod's own
-	Image           string            // kubernetes.container.image: required; TaskManager pods run it
-	ImagePullPolicy corev1.PullPolicy // kubernetes.container.image.pull-policy
-	CPU             resource.Quantity // kubernetes.taskmanager.cpu: request and limit
-	Memory          resource.Quantity // kubernetes.taskmanager.memory: request and limit
-	IdleTimeout     time.Duration     // kubernetes.taskmanager.idle-timeout
-	MaxTaskManagers int               // kubernetes.taskmanager.max-count: 0 is no limit
-	ServiceAccount  string            // kubernetes.taskmanager.service-account: empty is the namespace's default
-	TokenSecret     string            // kubernetes.token-secret: Secret whose key "token" TaskManagers get as WEIR_TOKEN
-	PollInterval    time.Duration     // kubernetes.resource-manager.poll-interval
+	ClusterID           string            // kubernetes.cluster-id: required; names and labels every object
+	Namespace           string            // kubernetes.namespace: empty means the JobManager pod's own
+	Image               string            // kubernetes.container.image: required; TaskManager pods run it
+	ImagePullPolicy     corev1.PullPolicy // kubernetes.container.image.pull-policy
+	CPU                 resource.Quantity // kubernetes.taskmanager.cpu: request and limit
+	Memory              resource.Quantity // kubernetes.taskmanager.memory: request and limit
+	IdleTimeout         time.Duration     // kubernetes.taskmanager.idle-timeout
+	MaxTaskManagers     int               // kubernetes.taskmanager.max-count: 0 is no limit
+	RegistrationTimeout time.Duration     // kubernetes.taskmanager.registration-timeout
+	ServiceAccount      string            // kubernetes.taskmanager.service-account: empty is the namespace's default
+	TokenSecret         string            // kubernetes.token-secret: Secret whose key "token" TaskManagers get as WEIR_TOKEN
+	PollInterval        time.Duration     // kubernetes.resource-manager.poll-interval
 }
 
 type nativeOption struct {
@@ -107,6 +109,8 @@ var nativeOptions = map[string]nativeOption{
 			o.MaxTaskManagers = n
 			return nil
 		}},
+	KeyTMRegTimeout: {"5m", "How long a TaskManager pod may take to register with the JobManager (to be scheduled, pull its image, start and register) before it is deleted, and replaced if its slots are still needed (Go duration).",
+		func(o *Options, v string) error { return setDuration(&o.RegistrationTimeout, v) }},
 	KeyServiceAccount: {"", "Service account of the TaskManager pods (they need no API access). Empty uses the namespace's default.",
 		func(o *Options, v string) error { o.ServiceAccount = v; return nil }},
 	KeyTokenSecret: {"", "Name of a Secret whose key \"token\" TaskManager pods get as WEIR_TOKEN, the cluster's security token. Needed whenever the cluster listens beyond loopback, as it does in pods.",

@@ -19,6 +19,7 @@ kubernetes:
     memory: 3Gi
     idle-timeout: 45s
     max-count: 8
+    registration-timeout: 2m
 taskmanager.numberOfTaskSlots: 4
 jobmanager:
   rpc.address: wordcount-jobmanager
@@ -31,7 +32,7 @@ jobmanager:
 		t.Fatal(err)
 	}
 	if o.ClusterID != "wordcount" || o.Image != "registry.example.com/weir:1.0" || o.CPU.String() != "1500m" ||
-		o.Memory.String() != "3Gi" || o.IdleTimeout != 45*time.Second || o.MaxTaskManagers != 8 ||
+		o.Memory.String() != "3Gi" || o.IdleTimeout != 45*time.Second || o.MaxTaskManagers != 8 || o.RegistrationTimeout != 2*time.Minute ||
 		o.PollInterval != time.Second || o.ImagePullPolicy != "IfNotPresent" {
 		t.Fatalf("options %+v", o)
 	}

@@ -104,6 +104,7 @@ type ResourceManager struct {
 
 	next      int                  // index of the next pod name; -1 until the pods were first listed
 	idleSince map[string]time.Time // registered pod -> when all its slots were first seen free
+	seenSince map[string]time.Time // pod not registered yet -> when this resource manager created or first saw it
 }
 
 // New returns a resource manager for the pods of cfg.ClusterID in
@@ -130,6 +131,9 @@ func New(client kubernetes.Interface, c Cluster, cfg Config) (*ResourceManager, 
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = time.Second
 	}
+	if cfg.RegistrationTimeout <= 0 {
+		cfg.RegistrationTimeout = 5 * time.Minute
+	}
 	if len(cfg.Command) == 0 {
 		cfg.Command = []string{"weir"}
 	}
@@ -145,6 +149,7 @@ func New(client kubernetes.Interface, c Cluster, cfg Config) (*ResourceManager, 
 		log:       log.With("component", "kubernetes-resource-manager", "cluster-id", cfg.ClusterID),
 		next:      -1,
 		idleSince: map[string]time.Time{},
+		seenSince: map[string]time.Time{},
 	}, nil
 }
 
@@ -162,10 +167,11 @@ type Result struct {
 	Supply  int // registered slots plus the slots of pods not registered yet
 	Created []string
 	Deleted []string // idle TaskManagers
-	Failed  []string // pods that had ended, deleted to be replaced
+	Failed  []string // pods that had ended or did not register in time, deleted to be replaced
 }
 
-// Reconcile is one round: it deletes the pods that ended, creates pods
+// Reconcile is one round: it deletes the pods that ended or whose
+// TaskManager did not register within the registration timeout, creates pods
 // while the jobs need more slots than the registered TaskManagers and the
 // pods still starting offer, and deletes pods whose TaskManager has had
 // all its slots free for the idle timeout, as long as the rest still
@@ -212,11 +218,39 @@ func (rm *ResourceManager) Reconcile(ctx context.Context) (Result, error) {
 		registered[tm.ResourceID] = tm
 		res.Supply += tm.Slots
 	}
+	// A pod whose TaskManager has not registered within the registration
+	// timeout (unschedulable, its image not pulled, the JobManager not
+	// reachable) is deleted like one that ended.
 	livePods := map[string]bool{}
+	started := live[:0]
 	for _, p := range live {
-		livePods[p.Name] = true
-		if _, ok := registered[p.Name]; !ok {
+		if _, ok := registered[p.Name]; ok {
+			delete(rm.seenSince, p.Name)
+		} else {
+			since, seen := rm.seenSince[p.Name]
+			if !seen {
+				since = now
+				rm.seenSince[p.Name] = now
+			}
+			if now.Sub(since) >= rm.cfg.RegistrationTimeout {
+				if err := rm.deletePod(ctx, p); err != nil {
+					return res, err
+				}
+				rm.log.Warn("TaskManager pod did not register in time; deleted, to be replaced if its slots are needed",
+					"pod", p.Name, "phase", p.Status.Phase, "timeout", rm.cfg.RegistrationTimeout)
+				delete(rm.seenSince, p.Name)
+				res.Failed = append(res.Failed, p.Name)
+				continue
+			}
 			res.Supply += rm.cfg.Slots // starting: its slots are on their way
+		}
+		livePods[p.Name] = true
+		started = append(started, p)
+	}
+	live = started
+	for name := range rm.seenSince {
+		if !livePods[name] {
+			delete(rm.seenSince, name)
 		}
 	}
 	res.Demand = rm.cluster.SlotDemand()
@@ -379,6 +413,7 @@ func (rm *ResourceManager) createPod(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("native: create TaskManager pod %s: %w", pod.Name, err)
 		}
+		rm.seenSince[pod.Name] = rm.cfg.Now() // its registration timeout starts now
 		rm.log.Info("created TaskManager pod", "pod", pod.Name, "slots", rm.cfg.Slots)
 		return pod.Name, nil
 	}

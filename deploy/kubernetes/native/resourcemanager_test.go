@@ -532,3 +532,30 @@ func ExampleResourceManager_TaskManagerPod() {
 	fmt.Println(strings.Join(pod.Spec.Containers[0].Args, " "))
 	// Output: taskmanager --config /opt/weir/conf/config.yaml --slots 4 --bind 0.0.0.0 --rpc-port 6122 -D taskmanager.host=$(POD_IP) -D taskmanager.resource-id=wc-taskmanager-0
 }
+
+func TestPodsThatDoNotRegisterReplaced(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	cfg := testConfig(clk)
+	cfg.RegistrationTimeout = time.Minute
+	rm, client, c := newRM(t, cfg)
+	c.setDemand(4)
+	reconcile(t, rm) // pods 0 and 1
+	c.register("wc-taskmanager-1", 2)
+	clk.advance(time.Minute - time.Millisecond)
+	if res := reconcile(t, rm); len(res.Failed)+len(res.Created) != 0 {
+		t.Fatalf("before the registration timeout: %+v", res)
+	}
+	clk.advance(time.Millisecond)
+	res := reconcile(t, rm)
+	if !slices.Equal(res.Failed, []string{"wc-taskmanager-0"}) || !slices.Equal(res.Created, []string{"wc-taskmanager-2"}) {
+		t.Fatalf("after the registration timeout failed %v created %v; want pod 0 replaced by pod 2", res.Failed, res.Created)
+	}
+	// The registered one stays, and the replacement gets its own time.
+	clk.advance(time.Minute - time.Millisecond)
+	if res := reconcile(t, rm); len(res.Failed) != 0 {
+		t.Fatalf("failed %v", res.Failed)
+	}
+	if got := podNames(t, client); !slices.Equal(got, []string{"wc-taskmanager-1", "wc-taskmanager-2"}) {
+		t.Fatalf("pods %v", got)
+	}
+}
