@@ -216,7 +216,6 @@ func (rm *ResourceManager) Reconcile(ctx context.Context) (Result, error) {
 	registered := map[string]cluster.TaskManagerInfo{}
 	for _, tm := range rm.cluster.TaskManagers() {
 		registered[tm.ResourceID] = tm
-		res.Supply += tm.Slots
 	}
 	// A pod whose TaskManager has not registered within the registration
 	// timeout (unschedulable, its image not pulled, the JobManager not
@@ -252,6 +251,18 @@ func (rm *ResourceManager) Reconcile(ctx context.Context) (Result, error) {
 		if !livePods[name] {
 			delete(rm.seenSince, name)
 		}
+	}
+	// The registered slots: those of TaskManagers in live pods, and of
+	// TaskManagers that are not this cluster's pods (started otherwise).
+	// A TaskManager whose pod ended, is being deleted or is gone counts no
+	// more, although the JobManager keeps it until it unregisters or its
+	// heartbeats time out: its replacement must not wait for that.
+	for id, tm := range registered {
+		if _, ours := rm.podIndex(id); ours && !livePods[id] {
+			delete(registered, id)
+			continue
+		}
+		res.Supply += tm.Slots
 	}
 	res.Demand = rm.cluster.SlotDemand()
 
