@@ -50,6 +50,9 @@ go vet ./...
 echo "== go test"
 go test -count=1 -timeout 20m ./...
 
+echo "== deploy/kubernetes (a module of its own, so that client-go stays out of the core's go.mod)"
+(cd deploy/kubernetes && go vet ./... && go test -count=1 -timeout 15m ./...)
+
 echo "== go test -race (runtime packages)"
 go test -count=1 -race -timeout 20m ./internal/... ./stream/... ./connector/... ./codec/... ./state/... ./window/... ./nexmark/... ./config/... ./table/...
 
