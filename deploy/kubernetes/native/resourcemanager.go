@@ -52,6 +52,12 @@ func JobManagerCluster(jm *cluster.JobManager) Cluster { return jmCluster{jm} }
 
 type jmCluster struct{ jm *cluster.JobManager }
 
+// leader is a Cluster that may not lead (a standby JobManager): the
+// resource manager acts only while it leads.
+type leader interface{ IsLeader() bool }
+
+func (c jmCluster) IsLeader() bool { return c.jm.IsLeader() }
+
 func (c jmCluster) SlotDemand() int                         { return c.jm.SlotDemand() }
 func (c jmCluster) TaskManagers() []cluster.TaskManagerInfo { return c.jm.Pool().TaskManagers() }
 
@@ -178,6 +184,11 @@ type Result struct {
 // cover the demand.
 func (rm *ResourceManager) Reconcile(ctx context.Context) (Result, error) {
 	var res Result
+	if l, ok := rm.cluster.(leader); ok && !l.IsLeader() {
+		// A standby JobManager (high availability) sees no jobs: its
+		// demand of 0 must not delete the leader's TaskManagers.
+		return res, nil
+	}
 	now := rm.cfg.Now()
 	pods, err := rm.client.CoreV1().Pods(rm.cfg.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: labels.SelectorFromSet(rm.PodLabels()).String(),

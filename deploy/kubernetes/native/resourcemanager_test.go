@@ -559,3 +559,44 @@ func TestPodsThatDoNotRegisterReplaced(t *testing.T) {
 		t.Fatalf("pods %v", got)
 	}
 }
+
+// standbyCluster is a JobManager that does not lead: it sees no jobs.
+type standbyCluster struct {
+	*fakeCluster
+	leading bool
+}
+
+func (s *standbyCluster) IsLeader() bool { return s.leading }
+
+// TestStandbyLeavesPodsAlone: the resource manager of a standby
+// JobManager (high availability) neither deletes the leader's idle
+// TaskManagers nor creates any, and acts once it leads.
+func TestStandbyLeavesPodsAlone(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	client := fake.NewClientset()
+	c := &standbyCluster{fakeCluster: newFakeCluster(), leading: true}
+	rm, err := New(client, c, testConfig(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.setDemand(4)
+	reconcile(t, rm)
+	kubelet(t, client, c.fakeCluster, 2)
+	c.leading = false
+	c.setDemand(0)
+	reconcile(t, rm)
+	clk.advance(time.Hour)
+	if res := reconcile(t, rm); len(res.Deleted)+len(res.Created) != 0 {
+		t.Fatalf("a standby acted: %+v", res)
+	}
+	if got := podNames(t, client); len(got) != 2 {
+		t.Fatalf("pods %v", got)
+	}
+	// Leading, it starts timing idleness.
+	c.leading = true
+	reconcile(t, rm)
+	clk.advance(time.Hour)
+	if res := reconcile(t, rm); len(res.Deleted) != 2 {
+		t.Fatalf("leading with no demand, deleted %v; want both idle pods", res.Deleted)
+	}
+}

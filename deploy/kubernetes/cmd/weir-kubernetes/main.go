@@ -33,6 +33,7 @@ import (
 	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/deploy/kubernetes/native"
 	"github.com/weirproject/weir/internal/cluster"
+	"github.com/weirproject/weir/internal/ha"
 )
 
 // namespaceFile is where Kubernetes mounts the pod's namespace.
@@ -119,6 +120,18 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 
 	jmOpts := cluster.JobManagerOptionsFrom(s.Core)
 	jmOpts.Logger = log
+	// With high-availability.type etcd, several replicas elect a leader;
+	// only the leader's resource manager acts.
+	hc, haOn, err := ha.FromConfiguration(s.Core)
+	if err != nil {
+		return err
+	}
+	if haOn {
+		if jmOpts.HA, err = ha.Open(ctx, hc); err != nil {
+			return fmt.Errorf("jobmanager: %w", err)
+		}
+		defer jmOpts.HA.Close()
+	}
 	jm, err := cluster.StartJobManager(jmOpts)
 	if err != nil {
 		return fmt.Errorf("jobmanager: %w", err)
