@@ -297,6 +297,7 @@ func TestCatalog(t *testing.T) {
 		"heartbeat.interval":                                               "1 s",
 		"heartbeat.timeout":                                                "5 s",
 		"rpc.timeout":                                                      "10 s",
+		"scheduler-mode":                                                   "default",
 		"slot.request.timeout":                                             "5 min",
 		"cluster.evenly-spread-out-slots":                                  "false",
 		"execution.fault-injection.signals":                                "false",

@@ -38,6 +38,12 @@ const (
 )
 
 // Pipeline options.
+// Values of scheduler-mode.
+const (
+	SchedulerModeDefault  = "default"
+	SchedulerModeReactive = "reactive"
+)
+
 var (
 	Parallelism = intOption("parallelism.default", 0, 0, math.MaxInt,
 		"Parallelism of operators that do not set their own. "+
@@ -158,6 +164,12 @@ var (
 	SlotRequestTimeout = durationOption("slot.request.timeout", 5*time.Minute, false,
 		"How long a job submitted to the cluster, or restarting on it, waits for enough free slots "+
 			"before it fails. A job's -D setting overrides the JobManager's.")
+
+	SchedulerMode = enumOption("scheduler-mode", SchedulerModeDefault, []string{SchedulerModeDefault, SchedulerModeReactive},
+		"How the JobManager sizes jobs. default: a job runs at the parallelism it was submitted with and waits "+
+			"for that many slots. reactive (Flink's reactive mode): a job runs at the parallelism that the free "+
+			"slots allow, capped by its max parallelism; when TaskManagers join it is rescaled up, and when one "+
+			"is lost it restarts at what is left, each time from its latest checkpoint (by key groups).")
 
 	FaultInjectionSignals = boolOption("execution.fault-injection.signals", false,
 		"For fault-injection tests such as weir verify: a job's worker process that receives SIGUSR1 panics in one "+
@@ -383,6 +395,7 @@ var catalog = []catalogOption{
 	HeartbeatTimeout,
 	RPCTimeout,
 	SlotRequestTimeout,
+	SchedulerMode,
 	ClusterEvenlySpreadOutSlots,
 	FaultInjectionSignals,
 	ProcessWorkingDir,

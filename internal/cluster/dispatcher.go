@@ -68,6 +68,7 @@ type JobPlan struct {
 		ID               string
 		Name             string
 		Parallelism      int
+		MaxParallelism   int
 		SlotSharingGroup string
 	}
 	Fingerprint string
@@ -489,6 +490,18 @@ func (d *dispatcher) run(j *job) {
 		case ended.state == JobFinished:
 			d.end(j, nil)
 			return
+		case ended.kind == "rescale":
+			// Not a failure: the restart strategy is not asked.
+			d.mu.Lock()
+			j.state, j.tm, j.tmAddress = JobRestarting, "", ""
+			j.baseChk += j.attemptChk
+			j.attemptChk = 0
+			if j.latest != "" {
+				restore = j.latest
+			}
+			d.mu.Unlock()
+			d.jm.log.Info("rescaling the job", "job", j.id, "attempt", attempt, "why", ended.err, "restore", restore)
+			continue
 		}
 		reason := ended.err
 		delay, rerr := j.restart.OnFailure(time.Now(), time.Since(started))
@@ -681,6 +694,11 @@ func (d *dispatcher) waitForSlots(j *job) (allocation, error) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
+		if d.jm.opts.Reactive {
+			if err := d.resize(j); err != nil {
+				return allocation{}, err
+			}
+		}
 		if alloc, ok := d.allocate(j); ok {
 			return alloc, nil
 		}
@@ -812,8 +830,25 @@ func (d *dispatcher) deploy(j *job, attempt int, restore string, allowNonRestore
 // watch waits for the running attempt to end, cancelling it when asked.
 func (d *dispatcher) watch(j *job, attempt int) jobEvent {
 	var cancelled <-chan time.Time
+	var rescale <-chan time.Time
+	if d.jm.opts.Reactive {
+		t := time.NewTicker(reactiveCheckInterval)
+		defer t.Stop()
+		rescale = t.C
+	}
+	grown := 0
 	for {
 		select {
+		case <-rescale:
+			if to, ok := d.canGrow(j, attempt); ok {
+				// Slots that stay free for two checks: TaskManagers
+				// that join one after the other make one rescale.
+				if grown++; grown >= 2 {
+					return jobEvent{kind: "rescale", attempt: attempt, err: fmt.Sprintf("%d slots are free: rescaling to parallelism %d", to-j.sub.Parallelism, to)}
+				}
+			} else {
+				grown = 0
+			}
 		case ev := <-j.events:
 			switch {
 			case ev.kind == "cancel":

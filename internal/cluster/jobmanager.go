@@ -58,6 +58,9 @@ type JobManagerOptions struct {
 	// TaskManagers and clients to reach it at (high availability): ""
 	// = BindHost, or the host name when BindHost is a wildcard.
 	AdvertisedHost string
+	// Reactive sizes every job by the free slots (scheduler-mode:
+	// reactive) and rescales it when TaskManagers join.
+	Reactive bool
 }
 
 func (o *JobManagerOptions) validate() error {
