@@ -115,6 +115,22 @@ func (c *haCluster) startJobManager() *haJobManager {
 	return jm
 }
 
+// start starts a leader, then a standby and n TaskManagers of 2 slots.
+func (c *haCluster) start(n int) (leader, standby *haJobManager, tms []*proc) {
+	t := c.t
+	t.Helper()
+	leader = c.startJobManager()
+	if c.leader(20*time.Second, nil) != leader {
+		t.Fatal("the first JobManager does not lead")
+	}
+	standby = c.startJobManager()
+	for i := range n {
+		tms = append(tms, startProc(t, fmt.Sprintf("taskmanager %d", i+1), nil, "taskmanager", "--config", c.config, "--slots", "2"))
+	}
+	waitOverview(t, leader.client, 20*time.Second, fmt.Sprintf("%d taskmanagers", n), func(o cluster.Overview) bool { return o.TaskManagers == n })
+	return leader, standby, tms
+}
+
 // leader waits until one of the running JobManagers says it leads.
 func (c *haCluster) leader(d time.Duration, except *haJobManager) *haJobManager {
 	c.t.Helper()
@@ -153,17 +169,30 @@ func (c *haCluster) runWordCount(lines, rate int) (run *proc, out string, clean 
 	t := c.t
 	wc := buildWordCount(t)
 	dir := t.TempDir()
+	args, clean := wordCountInput(t, wc, dir, 2, lines/2, 11)
+	out = filepath.Join(dir, "out")
+	run = startProc(t, "weir run", nil, append([]string{"run", "--config", c.config, "--poll", "100ms", "-p", "2", wc},
+		append(args(out, filepath.Join(dir, "chk")), "--rate", strconv.Itoa(rate))...)...)
+	return run, out, clean
+}
+
+// wordCountInput writes files of generated text into dir/input, checks
+// a failure-free local run of the streaming WordCount (parallelism 2)
+// against the reference, and returns the program's arguments for an
+// output and checkpoint directory, and the failure-free output.
+func wordCountInput(t *testing.T, wc, dir string, files, lines, seed int) (args func(out, chk string) []string, clean []string) {
+	t.Helper()
 	input := filepath.Join(dir, "input")
 	os.Mkdir(input, 0o755)
 	var text string
-	for i := range 2 {
-		part := wordText(lines/2, i+11)
+	for i := range files {
+		part := wordText(lines, i+seed)
 		text += part
 		if err := os.WriteFile(filepath.Join(input, fmt.Sprintf("part-%d.txt", i)), []byte(part), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	args := func(out, chk string) []string {
+	args = func(out, chk string) []string {
 		return []string{"--mode", "streaming", "--input", input, "--output", out,
 			"--checkpoint-interval", "200ms", "--checkpoint-dir", "file://" + chk}
 	}
@@ -175,10 +204,7 @@ func (c *haCluster) runWordCount(lines, rate int) (run *proc, out string, clean 
 	if d := diffLines(clean, runningCounts(text)); d != "" {
 		t.Fatalf("the failure-free run differs from the reference: %s", d)
 	}
-	out = filepath.Join(dir, "out")
-	run = startProc(t, "weir run", nil, append([]string{"run", "--config", c.config, "--poll", "100ms", "-p", "2", wc},
-		append(args(out, filepath.Join(dir, "chk")), "--rate", strconv.Itoa(rate))...)...)
-	return run, out, clean
+	return args, clean
 }
 
 // job waits for the job's details on the leader to satisfy cond.
@@ -230,16 +256,7 @@ func taskManagerOf(t *testing.T, tms []*proc, id string) *proc {
 // output equals a failure-free run's.
 func TestHAJobManagerKilled(t *testing.T) {
 	c := newHACluster(t)
-	jm1 := c.startJobManager()
-	if c.leader(20*time.Second, nil) != jm1 {
-		t.Fatal("the first JobManager does not lead")
-	}
-	jm2 := c.startJobManager()
-	var tms []*proc
-	for i := range 3 {
-		tms = append(tms, startProc(t, fmt.Sprintf("taskmanager %d", i+1), nil, "taskmanager", "--config", c.config, "--slots", "2"))
-	}
-	waitOverview(t, jm1.client, 20*time.Second, "3 taskmanagers", func(o cluster.Overview) bool { return o.TaskManagers == 3 })
+	jm1, jm2, tms := c.start(3)
 	if o, err := jm2.client.Overview(context.Background()); err != nil || o.Leader || o.LeaderREST != jm1.rest {
 		t.Fatalf("standby overview: %+v, %v; want leader false and the leader's REST URL %s", o, err, jm1.rest)
 	}
@@ -302,16 +319,7 @@ func TestHAJobManagerKilled(t *testing.T) {
 // output.
 func TestHADeposedLeaderChangesNothing(t *testing.T) {
 	c := newHACluster(t)
-	jm1 := c.startJobManager()
-	if c.leader(20*time.Second, nil) != jm1 {
-		t.Fatal("the first JobManager does not lead")
-	}
-	jm2 := c.startJobManager()
-	var tms []*proc
-	for i := range 2 {
-		tms = append(tms, startProc(t, fmt.Sprintf("taskmanager %d", i+1), nil, "taskmanager", "--config", c.config, "--slots", "2"))
-	}
-	waitOverview(t, jm1.client, 20*time.Second, "2 taskmanagers", func(o cluster.Overview) bool { return o.TaskManagers == 2 })
+	jm1, jm2, tms := c.start(2)
 	run, out, clean := c.runWordCount(24000, 1500)
 	id := waitRunID(t, run)
 	c.job(jm1, id, 60*time.Second, "3 checkpoints", runningWithCheckpoints(3))

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -30,28 +27,7 @@ func TestReactiveScaling(t *testing.T) {
 	wc := buildWordCount(t)
 
 	dir := t.TempDir()
-	input := filepath.Join(dir, "input")
-	os.Mkdir(input, 0o755)
-	var text string
-	for i := range 6 {
-		part := wordText(5000, i+21)
-		text += part
-		if err := os.WriteFile(filepath.Join(input, fmt.Sprintf("part-%d.txt", i)), []byte(part), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	args := func(out, chk string) []string {
-		return []string{"--mode", "streaming", "--input", input, "--output", out,
-			"--checkpoint-interval", "200ms", "--checkpoint-dir", "file://" + chk}
-	}
-	cleanOut := filepath.Join(dir, "clean")
-	if out, err := exec.Command(wc, append(args(cleanOut, filepath.Join(dir, "clean-chk")), "-p", "2")...).CombinedOutput(); err != nil {
-		t.Fatalf("failure-free local run: %v\n%s", err, out)
-	}
-	clean := committedLines(t, cleanOut)
-	if d := diffLines(clean, runningCounts(text)); d != "" {
-		t.Fatalf("the failure-free run differs from the reference: %s", d)
-	}
+	args, clean := wordCountInput(t, wc, dir, 6, 5000, 21)
 
 	out := filepath.Join(dir, "out")
 	stdout, stderr, code := weir(t, append([]string{"run", "-d", "--jobmanager", strings.TrimPrefix(rest, "http://"), wc},
