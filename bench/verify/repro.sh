@@ -7,8 +7,10 @@
 #   kill   SIGKILL of a TaskManager (a replacement starts at once)
 #   stop   SIGSTOP of a TaskManager for 8 s (heartbeat timeout 5 s), SIGCONT
 #   mix    both, and SIGKILL of worker processes
+#   ha     mix, and SIGKILL of the leading JobManager on a highly available
+#          cluster (etcd, two JobManagers; needs Debian's etcd-server)
 #
-# Usage: bench/verify/repro.sh [ROUNDS] [WORDS] [OUT]
+# Usage: [SCENARIOS="kill stop mix ha"] bench/verify/repro.sh [ROUNDS] [WORDS] [OUT]
 #   ROUNDS rounds per scenario (default 20), WORDS words of input (default
 #   3000000, as in the issue), OUT where reports and evidence go.
 # Exits non-zero if any round lost or duplicated a line; the summary of
@@ -33,11 +35,13 @@ if [ ! -f "$out/words-$words.txt" ]; then
 	}' > "$out/words-$words.txt"
 fi
 status=0
-for scenario in kill stop mix; do
+scenarios=${SCENARIOS:-kill stop mix ha}
+for scenario in $scenarios; do
 	case $scenario in
 	kill) faults=kill-taskmanager ;;
 	stop) faults=stop-taskmanager ;;
 	mix) faults=kill-taskmanager,kill-worker,stop-taskmanager ;;
+	ha) faults=kill-jobmanager,kill-taskmanager,kill-worker,stop-taskmanager ;;
 	esac
 	echo "== $scenario: $rounds rounds of $words words, faults $faults"
 	"$out/weir" verify -p 2 --taskmanagers 3 --slots 2 --rounds "$rounds" --faults "$faults" \
