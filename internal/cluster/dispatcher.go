@@ -896,7 +896,7 @@ func (d *dispatcher) cancelWorkers(j *job, attempt int) {
 	d.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, tm := range tms {
-		wg.Go(func() { d.cancelAttempt(tm, j.id, attempt) })
+		wg.Go(func() { d.cancelAttempt(tm, j.id, attempt, j.term) })
 	}
 	wg.Wait()
 }
@@ -939,14 +939,14 @@ func (d *dispatcher) stopWorkers(j *job, attempt int) {
 
 // cancelAttempt asks a TaskManager to stop an attempt; failing is
 // harmless, since a lost TaskManager's workers die with it.
-func (d *dispatcher) cancelAttempt(tmID, jobID string, attempt int) {
+func (d *dispatcher) cancelAttempt(tmID, jobID string, attempt int, attemptTerm int64) {
 	client, _, ok := d.jm.taskManagerClient(tmID)
 	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(d.jm.ctx, d.jm.opts.RPCTimeout)
 	defer cancel()
-	if _, err := client.CancelJob(ctx, &rpcpb.CancelJobRequest{JobId: jobID, Attempt: int32(attempt), LeaderTerm: d.jm.leaderTerm()}); err != nil {
+	if _, err := client.CancelJob(ctx, &rpcpb.CancelJobRequest{JobId: jobID, Attempt: int32(attempt), LeaderTerm: d.jm.leaderTerm(), AttemptTerm: attemptTerm}); err != nil {
 		d.jm.log.Warn("cancelling a job attempt failed", "job", jobID, "attempt", attempt, "taskmanager", tmID, "error", err)
 	}
 }
@@ -974,7 +974,9 @@ func (d *dispatcher) report(tmID string, statuses []*rpcpb.JobStatus) {
 		j := d.jobs[st.GetJobId()]
 		terminal := IsTerminalJobState(st.GetState())
 		var w *attemptWorker
-		if j != nil && j.attempt == int(st.GetAttempt()) && j.live && !IsTerminalJobState(j.state) {
+		// An attempt of another leader's term is not this leader's, even
+		// with the same number.
+		if j != nil && j.attempt == int(st.GetAttempt()) && st.GetLeaderTerm() == d.jm.leaderTerm() && j.live && !IsTerminalJobState(j.state) {
 			w = j.workerOf(tmID)
 		}
 		if w == nil {
@@ -997,7 +999,7 @@ func (d *dispatcher) report(tmID string, statuses []*rpcpb.JobStatus) {
 	for _, st := range stale {
 		d.jm.log.Warn("cancelling a job attempt the jobmanager does not expect on this taskmanager",
 			"job", st.GetJobId(), "attempt", st.GetAttempt(), "taskmanager", tmID)
-		go d.cancelAttempt(tmID, st.GetJobId(), int(st.GetAttempt()))
+		go d.cancelAttempt(tmID, st.GetJobId(), int(st.GetAttempt()), st.GetLeaderTerm())
 	}
 }
 

@@ -607,7 +607,7 @@ func (s *tmService) CancelJob(ctx context.Context, req *rpcpb.CancelJobRequest) 
 	w.mu.Lock()
 	a := w.attempts[req.GetJobId()]
 	w.mu.Unlock()
-	if a != nil && (req.GetAttempt() == 0 || int(req.GetAttempt()) == a.attempt) {
+	if a != nil && (req.GetAttempt() == 0 || int(req.GetAttempt()) == a.attempt && req.GetAttemptTerm() == a.term) {
 		s.tm.log.Info("cancelling job attempt", "job", a.jobID, "attempt", a.attempt)
 		a.cancel(workerCancelGrace)
 	}
@@ -622,7 +622,7 @@ func (s *tmService) TriggerSavepoint(ctx context.Context, req *rpcpb.TriggerSave
 	w.mu.Lock()
 	a := w.attempts[req.GetJobId()]
 	w.mu.Unlock()
-	if a == nil || int(req.GetAttempt()) != a.attempt {
+	if a == nil || int(req.GetAttempt()) != a.attempt || req.GetLeaderTerm() != a.term {
 		return nil, status.Errorf(codes.NotFound, "job %s attempt %d does not run on taskmanager %s", req.GetJobId(), req.GetAttempt(), s.tm.opts.ResourceID)
 	}
 	a.mu.Lock()
@@ -678,6 +678,7 @@ func (w *workers) statuses() []*rpcpb.JobStatus {
 		js := &rpcpb.JobStatus{
 			JobId:                a.jobID,
 			Attempt:              int32(a.attempt),
+			LeaderTerm:           a.term,
 			State:                a.state,
 			CompletedCheckpoints: int64(a.status.CompletedCheckpoints),
 			LatestCheckpoint:     a.status.LatestCheckpoint,

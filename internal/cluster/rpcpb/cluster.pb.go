@@ -694,7 +694,10 @@ type JobStatus struct {
 	LatestCheckpoint string `protobuf:"bytes,6,opt,name=latest_checkpoint,json=latestCheckpoint,proto3" json:"latest_checkpoint,omitempty"`
 	// Why the attempt failed: the worker's error, or the last lines of its
 	// standard error.
-	Error         string `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	Error string `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	// Term of the JobManager that deployed the attempt: attempt numbers
+	// start again under a new leader.
+	LeaderTerm    int64 `protobuf:"varint,8,opt,name=leader_term,json=leaderTerm,proto3" json:"leader_term,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -776,6 +779,13 @@ func (x *JobStatus) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *JobStatus) GetLeaderTerm() int64 {
+	if x != nil {
+		return x.LeaderTerm
+	}
+	return 0
 }
 
 type VertexStatus struct {
@@ -1307,7 +1317,9 @@ type CancelJobRequest struct {
 	// Leadership term of the JobManager that sends it (high availability;
 	// 0 without). A TaskManager refuses a term below the highest it has
 	// seen: a deposed JobManager must not act on it.
-	LeaderTerm    int64 `protobuf:"varint,3,opt,name=leader_term,json=leaderTerm,proto3" json:"leader_term,omitempty"`
+	LeaderTerm int64 `protobuf:"varint,3,opt,name=leader_term,json=leaderTerm,proto3" json:"leader_term,omitempty"`
+	// Term of the JobManager that deployed the attempt to cancel.
+	AttemptTerm   int64 `protobuf:"varint,4,opt,name=attempt_term,json=attemptTerm,proto3" json:"attempt_term,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1359,6 +1371,13 @@ func (x *CancelJobRequest) GetAttempt() int32 {
 func (x *CancelJobRequest) GetLeaderTerm() int64 {
 	if x != nil {
 		return x.LeaderTerm
+	}
+	return 0
+}
+
+func (x *CancelJobRequest) GetAttemptTerm() int64 {
+	if x != nil {
+		return x.AttemptTerm
 	}
 	return 0
 }
@@ -1582,7 +1601,7 @@ const file_cluster_proto_rawDesc = "" +
 	"\vleader_term\x18\x03 \x01(\x03R\n" +
 	"leaderTerm\"C\n" +
 	"\x11HeartbeatResponse\x12.\n" +
-	"\x04jobs\x18\x01 \x03(\v2\x1a.weir.cluster.v1.JobStatusR\x04jobs\"\x85\x02\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x1a.weir.cluster.v1.JobStatusR\x04jobs\"\xa6\x02\n" +
 	"\tJobStatus\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
@@ -1590,7 +1609,9 @@ const file_cluster_proto_rawDesc = "" +
 	"\bvertices\x18\x04 \x03(\v2\x1d.weir.cluster.v1.VertexStatusR\bvertices\x123\n" +
 	"\x15completed_checkpoints\x18\x05 \x01(\x03R\x14completedCheckpoints\x12+\n" +
 	"\x11latest_checkpoint\x18\x06 \x01(\tR\x10latestCheckpoint\x12\x14\n" +
-	"\x05error\x18\a \x01(\tR\x05error\"\x94\x01\n" +
+	"\x05error\x18\a \x01(\tR\x05error\x12\x1f\n" +
+	"\vleader_term\x18\b \x01(\x03R\n" +
+	"leaderTerm\"\x94\x01\n" +
 	"\fVertexStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
@@ -1635,12 +1656,13 @@ const file_cluster_proto_rawDesc = "" +
 	"leaderTerm\"Y\n" +
 	"\x14ReportWorkerResponse\x12\x1a\n" +
 	"\bcomplete\x18\x01 \x01(\bR\bcomplete\x12%\n" +
-	"\x0edata_addresses\x18\x02 \x03(\tR\rdataAddresses\"d\n" +
+	"\x0edata_addresses\x18\x02 \x03(\tR\rdataAddresses\"\x87\x01\n" +
 	"\x10CancelJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x1f\n" +
 	"\vleader_term\x18\x03 \x01(\x03R\n" +
-	"leaderTerm\"\x13\n" +
+	"leaderTerm\x12!\n" +
+	"\fattempt_term\x18\x04 \x01(\x03R\vattemptTerm\"\x13\n" +
 	"\x11CancelJobResponse\"\xc0\x01\n" +
 	"\x17TriggerSavepointRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
