@@ -94,6 +94,12 @@ func (jm *JobManager) restHandler() http.Handler {
 		return map[string]http.HandlerFunc{http.MethodGet: h}
 	}
 	route("/overview", get(jm.handleOverview))
+	route("/config", get(jm.handleDashboardConfig))
+	route("/jobs/overview", get(jm.handleJobsOverview))
+	route("/jobs/{id}/plan", get(jm.handleJobPlan))
+	route("/jobs/{id}/config", get(jm.handleJobConfig))
+	route("/jobs/{id}/checkpoints/config", get(jm.handleCheckpointConfig))
+	route("/jobs/{id}/exceptions", get(jm.handleJobExceptions))
 	route("/jobmanager/config", get(jm.handleConfig))
 	route("/taskmanagers", get(jm.handleTaskManagers))
 	route("/taskmanagers/{id}", get(jm.handleTaskManager))
