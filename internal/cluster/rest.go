@@ -102,7 +102,7 @@ func (jm *JobManager) restHandler() http.Handler {
 	route("/jobs/{id}/exceptions", get(jm.handleJobExceptions))
 	route("/jobmanager/config", get(jm.handleConfig))
 	route("/taskmanagers", get(jm.handleTaskManagers))
-	route("/taskmanagers/{id}", get(jm.handleTaskManager))
+	route("/taskmanagers/{id}", get(jm.handleTaskManagerDetails))
 	route("/artifacts", map[string]http.HandlerFunc{http.MethodPost: jm.handleUpload})
 	route("/jobs", map[string]http.HandlerFunc{http.MethodGet: jm.handleJobs, http.MethodPost: jm.handleSubmit})
 	route("/jobs/{id}", map[string]http.HandlerFunc{http.MethodGet: jm.handleJob, http.MethodPatch: jm.handleCancel})
@@ -178,16 +178,6 @@ func (jm *JobManager) handleTaskManagers(w http.ResponseWriter, r *http.Request)
 		out.TaskManagers = append(out.TaskManagers, taskManagerJSON(tm))
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-func (jm *JobManager) handleTaskManager(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	tm, ok := jm.pool.TaskManager(id)
-	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("taskmanager %s not found", id))
-		return
-	}
-	writeJSON(w, http.StatusOK, taskManagerJSON(tm))
 }
 
 func (jm *JobManager) handleJobs(w http.ResponseWriter, r *http.Request) {

@@ -486,3 +486,57 @@ func (jm *JobManager) handleJobExceptions(w http.ResponseWriter, r *http.Request
 		return out
 	})
 }
+
+// TaskManagerDetailsJSON is the answer of GET /taskmanagers/{id}: Flink's
+// TaskManagerDetailsInfo as far as weir knows it, plus weir's own fields
+// of GET /taskmanagers (address, registered, lastHeartbeat). Left out:
+// dataPort (weir's workers each listen on a port of their own),
+// totalResource, freeResource and memoryConfiguration (weir measures
+// slots, not memory per slot), and metrics.
+type TaskManagerDetailsJSON struct {
+	TaskManagerJSON
+	// Path is the TaskManager's RPC address, as Flink's names its RPC
+	// endpoint.
+	Path string `json:"path"`
+	// JMXPort is -1, Flink's answer for a TaskManager without JMX.
+	JMXPort int `json:"jmxPort"`
+	// TimeSinceLastHeartbeat is, as in Flink, the Unix time in
+	// milliseconds of the last heartbeat.
+	TimeSinceLastHeartbeat int64 `json:"timeSinceLastHeartbeat"`
+	// AllocatedSlots has one entry per slot a job holds.
+	AllocatedSlots []AllocatedSlotJSON `json:"allocatedSlots"`
+}
+
+// AllocatedSlotJSON is one slot held by a job (Flink's SlotInfo, without
+// its resource profile).
+type AllocatedSlotJSON struct {
+	JobID string `json:"jobId"`
+}
+
+func (jm *JobManager) handleTaskManagerDetails(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	tm, ok := jm.pool.TaskManager(id)
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("taskmanager %s not found", id))
+		return
+	}
+	out := TaskManagerDetailsJSON{TaskManagerJSON: taskManagerJSON(tm), Path: tm.Address, JMXPort: -1,
+		TimeSinceLastHeartbeat: tm.LastHeartbeat.UnixMilli(), AllocatedSlots: []AllocatedSlotJSON{}}
+	for _, job := range jm.pool.slotOwners(id) {
+		if job != "" {
+			out.AllocatedSlots = append(out.AllocatedSlots, AllocatedSlotJSON{JobID: job})
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// slotOwners returns the job holding each slot of TaskManager id ("" for
+// a free slot).
+func (p *SlotPool) slotOwners(id string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.tms[id]; ok {
+		return slices.Clone(e.owner)
+	}
+	return nil
+}

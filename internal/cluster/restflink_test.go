@@ -59,7 +59,8 @@ func flinkSchemas(t *testing.T) map[string]*flinkSchema {
 // with a schema: every field must be one the schema names, with its JSON
 // type (integers integral, enums their values), and every field the
 // schema names must be there unless absent lists it as
-// "<schema name>.<field>".
+// "<schema name>.<field>". An entry "+<schema name>.<field>" allows a
+// field of weir's own that Flink's schema lacks.
 func shapeErrors(schemas map[string]*flinkSchema, ref string, v any, path string, absent []string) []string {
 	s := schemas[ref]
 	if s == nil {
@@ -88,6 +89,7 @@ func checkShape(schemas map[string]*flinkSchema, name string, s *flinkSchema, v 
 				errs = append(errs, checkShape(schemas, name+"."+k, fs, fv, path+"."+k, absent)...)
 			case s.AdditionalProperties != nil:
 				errs = append(errs, checkShape(schemas, name+"."+k, s.AdditionalProperties, fv, path+"."+k, absent)...)
+			case slices.Contains(absent, "+"+name+"."+k):
 			case len(s.Properties) > 0:
 				errs = append(errs, fmt.Sprintf("%s: field %q is not in Flink's %s", path, k, name))
 			}
@@ -154,7 +156,7 @@ func getJSON(t *testing.T, base, path string) (int, any) {
 	return resp.StatusCode, v
 }
 
-// A plan of 4 slots with an edge and chained operators, as a program's
+// A plan of 3 slots (4 subtasks) with an edge and chained operators, as a program's
 // --plan=json prints it.
 const flinkAPIPlan = `{"JobName": "flink-api", "Vertices": [
 	{"ID": "a1b2", "Name": "Source: numbers -> Map", "Parallelism": 3, "SlotSharingGroup": "default",
@@ -210,6 +212,13 @@ func TestFlinkMonitoringAPI(t *testing.T) {
 			// An attempt fails as a whole, as Flink's global failures,
 			// which name no task and no location.
 			[]string{"RootExceptionInfo.taskName", "RootExceptionInfo.location"}},
+		{"/taskmanagers/tm-a", "#/components/schemas/TaskManagerDetailsInfo", []string{
+			// weir's own, as in GET /taskmanagers.
+			"+TaskManagerDetailsInfo.address", "+TaskManagerDetailsInfo.registered", "+TaskManagerDetailsInfo.lastHeartbeat",
+			// Not known to weir (see TaskManagerDetailsJSON).
+			"TaskManagerDetailsInfo.dataPort", "TaskManagerDetailsInfo.totalResource", "TaskManagerDetailsInfo.freeResource",
+			"TaskManagerDetailsInfo.memoryConfiguration", "TaskManagerDetailsInfo.metrics",
+			"HardwareDescription.freeMemory", "HardwareDescription.managedMemory", "SlotInfo.resource"}},
 		{"/jobs/" + idle + "/exceptions", "#/components/schemas/JobExceptionsInfoWithHistory",
 			// Flink too leaves them out of a job that has not failed.
 			[]string{"JobExceptionsInfoWithHistory.root-exception", "JobExceptionsInfoWithHistory.timestamp"}},
@@ -270,6 +279,15 @@ func TestFlinkMonitoringAPI(t *testing.T) {
 		h.Entries[0].ExceptionName != failureName || ex.RootException == nil || !strings.Contains(*ex.RootException, "boom in attempt one") ||
 		ex.Timestamp == nil || *ex.Timestamp != h.Entries[0].Timestamp {
 		t.Errorf("/jobs/{id}/exceptions = %+v", ex)
+	}
+
+	var tmd TaskManagerDetailsJSON
+	decodeGet(t, base, "/taskmanagers/tm-a", &tmd)
+	if tmd.ID != "tm-a" || tmd.Path != tm.addr || tmd.Address != tm.addr || tmd.JMXPort != -1 || tmd.SlotsNumber != 4 ||
+		tmd.FreeSlots != 1 || tmd.TimeSinceLastHeartbeat < tmd.Registered ||
+		// The job's 3 slots (one slot sharing group, widest vertex 3).
+		!slices.Equal(tmd.AllocatedSlots, []AllocatedSlotJSON{{id}, {id}, {id}}) {
+		t.Errorf("/taskmanagers/tm-a = %+v", tmd)
 	}
 
 	// Unknown jobs: 404 with Flink's error body; a job without
