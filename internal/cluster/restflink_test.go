@@ -290,6 +290,22 @@ func TestFlinkMonitoringAPI(t *testing.T) {
 		t.Errorf("/taskmanagers/tm-a = %+v", tmd)
 	}
 
+	// A job that gets no slots fails before any attempt runs: its
+	// failure is in the history, and its subtasks count as canceled.
+	starved := submitTestJob(t, jm, `{"JobName": "starved", "Vertices": [{"ID": "f6", "Name": "big", "Parallelism": 7}]}`,
+		"slot.request.timeout=1ms")
+	waitFor(t, 5*time.Second, "the starved job failed", func() bool { return jobDetails(t, jm, starved).State == JobFailed })
+	decodeGet(t, base, "/jobs/"+starved+"/exceptions", &ex)
+	if h := ex.ExceptionHistory.Entries; len(h) != 1 || !strings.Contains(h[0].Stacktrace, "attempt 1 failed: no slots within slot.request.timeout") ||
+		ex.RootException == nil || !strings.Contains(*ex.RootException, "no slots") {
+		t.Errorf("/jobs/{starved}/exceptions = %+v", ex)
+	}
+	decodeGet(t, base, "/jobs/overview", &ov)
+	if j := ov.Jobs[len(ov.Jobs)-1]; j.JID != starved || j.State != JobFailed || j.Tasks["canceled"] != 7 || j.EndTime < j.StartTime ||
+		j.LastModification != j.EndTime {
+		t.Errorf("starved job in /jobs/overview = %+v", j)
+	}
+
 	// Unknown jobs: 404 with Flink's error body; a job without
 	// checkpointing has no checkpoint configuration, as in Flink.
 	for _, p := range []string{"/plan", "/config", "/checkpoints/config", "/exceptions"} {
