@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"html"
 	"net/http"
 	"runtime/debug"
 	"slices"
@@ -270,11 +271,13 @@ func (j *job) planJSON() JobPlanJSON {
 			kinds = append(kinds, op.Kind)
 			names = append(names, op.Name)
 		}
-		// Flink writes the chained operators' descriptions joined by
-		// line breaks; the chain's kinds say how it processes.
+		// Flink writes the description HTML-escaped, its line breaks
+		// as <br/>: here one line per chained operator. The chain's
+		// kinds say how it processes.
 		if len(names) > 0 {
-			n.Description = strings.Join(names, "<br/>\n")
+			n.Description = strings.Join(names, "\n")
 		}
+		n.Description = strings.ReplaceAll(html.EscapeString(n.Description), "\n", "<br/>")
 		n.OperatorStrategy = strings.Join(kinds, " -> ")
 		for k, e := range v.Inputs {
 			if e < 0 || e >= len(j.plan.Edges) {

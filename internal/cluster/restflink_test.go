@@ -160,7 +160,7 @@ func getJSON(t *testing.T, base, path string) (int, any) {
 // --plan=json prints it.
 const flinkAPIPlan = `{"JobName": "flink-api", "Vertices": [
 	{"ID": "a1b2", "Name": "Source: numbers -> Map", "Parallelism": 3, "SlotSharingGroup": "default",
-	 "Operators": [{"Name": "Source: numbers", "Kind": "source"}, {"Name": "Map", "Kind": "map"}]},
+	 "Operators": [{"Name": "Source: numbers", "Kind": "source"}, {"Name": "Map <1>", "Kind": "map"}]},
 	{"ID": "c3d4", "Name": "Sink: print", "Parallelism": 1, "SlotSharingGroup": "default",
 	 "Operators": [{"Name": "Sink: print", "Kind": "sink"}], "Inputs": [0]}],
 	"Edges": [{"Source": "a1b2", "Target": "c3d4", "Partitioning": "HASH"}]}`
@@ -201,9 +201,10 @@ func TestFlinkMonitoringAPI(t *testing.T) {
 		{"/config", "#/components/schemas/DashboardConfiguration", nil},
 		{"/jobs/overview", "#/components/schemas/MultipleJobsDetails", nil},
 		{"/jobs/" + id + "/plan", "#/components/schemas/JobPlanInfo",
-			// A source has no inputs; Flink writes local_strategy only
-			// for a pre-processing operation, which weir has not.
-			[]string{"JsonPlanNode.inputs", "JsonPlanInput.local_strategy"}},
+			// A source has no inputs; Flink writes local_strategy and
+			// caching only for a pre-processing operation or operator
+			// level caching, which weir has not.
+			[]string{"JsonPlanNode.inputs", "JsonPlanInput.local_strategy", "JsonPlanInput.caching"}},
 		{"/jobs/" + id + "/config", "#/serialized/JobConfigInfoSerialized", nil},
 		{"/jobs/" + id + "/checkpoints/config", "#/components/schemas/CheckpointConfigInfo",
 			// weir has no execution.checkpointing.checkpoints-after-tasks-finish.
@@ -255,7 +256,7 @@ func TestFlinkMonitoringAPI(t *testing.T) {
 	decodeGet(t, base, "/jobs/"+id+"/plan", &plan)
 	if p := plan.Plan; p.JID != id || p.Name != "flink-api" || p.Type != "STREAMING" || len(p.Nodes) != 2 ||
 		p.Nodes[0].ID != "a1b2" || p.Nodes[0].Parallelism != 3 || len(p.Nodes[0].Inputs) != 0 ||
-		p.Nodes[0].Description != "Source: numbers<br/>\nMap" || p.Nodes[0].OperatorStrategy != "source -> map" ||
+		p.Nodes[0].Description != "Source: numbers<br/>Map &lt;1&gt;" || p.Nodes[0].OperatorStrategy != "source -> map" ||
 		!slices.Equal(p.Nodes[1].Inputs, []PlanInputJSON{{Num: 0, ID: "a1b2", ShipStrategy: "HASH", Exchange: "pipelined_bounded"}}) {
 		t.Errorf("/jobs/{id}/plan = %+v", p)
 	}
