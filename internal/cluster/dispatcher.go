@@ -70,6 +70,17 @@ type JobPlan struct {
 		Parallelism      int
 		MaxParallelism   int
 		SlotSharingGroup string
+		// Operators are the chained operators, head first; Inputs index
+		// Edges (GET /jobs/{id}/plan reads both).
+		Operators []struct {
+			Name string
+			Kind string
+		}
+		Inputs []int
+	}
+	Edges []struct {
+		Source       string
+		Partitioning string
 	}
 	Fingerprint string
 }
@@ -270,6 +281,11 @@ type job struct {
 	cancel         bool // requested
 	terminalSent   int  // attempt whose end was passed to the goroutine
 	triggers       map[string]*savepointTrigger
+	// failures are the latest failures of the job's attempts, oldest
+	// first, at most maxFailureHistory (GET /jobs/{id}/exceptions).
+	failures      []jobFailure
+	failuresTotal int
+	attemptStart  time.Time
 }
 
 type jobEvent struct {
@@ -462,6 +478,9 @@ func (d *dispatcher) run(j *job) {
 	for {
 		alloc, err := d.waitForSlots(j)
 		if err != nil {
+			if !errors.Is(err, errCanceled) {
+				d.recordFailure(j, j.attempt+1, err.Error())
+			}
 			d.end(j, err)
 			return
 		}
@@ -504,6 +523,7 @@ func (d *dispatcher) run(j *job) {
 			continue
 		}
 		reason := ended.err
+		d.recordFailure(j, attempt, reason)
 		delay, rerr := j.restart.OnFailure(time.Now(), time.Since(started))
 		if rerr != nil {
 			d.end(j, fmt.Errorf("attempt %d failed: %s; %v", attempt, reason, rerr))
@@ -657,6 +677,7 @@ func (d *dispatcher) startAttempt(j *job, alloc allocation) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	j.attempt++
+	j.attemptStart = time.Now()
 	j.workers = make([]*attemptWorker, len(alloc.workers))
 	for i, tm := range alloc.workers {
 		j.workers[i] = &attemptWorker{index: i, tm: tm.ResourceID, address: tm.Address, state: attemptDeploying}

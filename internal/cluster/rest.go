@@ -94,9 +94,15 @@ func (jm *JobManager) restHandler() http.Handler {
 		return map[string]http.HandlerFunc{http.MethodGet: h}
 	}
 	route("/overview", get(jm.handleOverview))
+	route("/config", get(jm.handleDashboardConfig))
+	route("/jobs/overview", get(jm.handleJobsOverview))
+	route("/jobs/{id}/plan", get(jm.handleJobPlan))
+	route("/jobs/{id}/config", get(jm.handleJobConfig))
+	route("/jobs/{id}/checkpoints/config", get(jm.handleCheckpointConfig))
+	route("/jobs/{id}/exceptions", get(jm.handleJobExceptions))
 	route("/jobmanager/config", get(jm.handleConfig))
 	route("/taskmanagers", get(jm.handleTaskManagers))
-	route("/taskmanagers/{id}", get(jm.handleTaskManager))
+	route("/taskmanagers/{id}", get(jm.handleTaskManagerDetails))
 	route("/artifacts", map[string]http.HandlerFunc{http.MethodPost: jm.handleUpload})
 	route("/jobs", map[string]http.HandlerFunc{http.MethodGet: jm.handleJobs, http.MethodPost: jm.handleSubmit})
 	route("/jobs/{id}", map[string]http.HandlerFunc{http.MethodGet: jm.handleJob, http.MethodPatch: jm.handleCancel})
@@ -172,16 +178,6 @@ func (jm *JobManager) handleTaskManagers(w http.ResponseWriter, r *http.Request)
 		out.TaskManagers = append(out.TaskManagers, taskManagerJSON(tm))
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-func (jm *JobManager) handleTaskManager(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	tm, ok := jm.pool.TaskManager(id)
-	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("taskmanager %s not found", id))
-		return
-	}
-	writeJSON(w, http.StatusOK, taskManagerJSON(tm))
 }
 
 func (jm *JobManager) handleJobs(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,109 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirproject/weir/internal/cluster"
+)
+
+// TestClusterFlinkMonitoringAPI runs the WordCount on a cluster of
+// processes and reads Flink's monitoring endpoints of the JobManager: the
+// plan is the program's job graph, the overview counts its finished
+// subtasks, the configuration is what the job was run with.
+func TestClusterFlinkMonitoringAPI(t *testing.T) {
+	needGo(t)
+	t.Parallel()
+	_, _, rest, _ := startCluster(t, nil, []int{4}, "heartbeat.interval=100ms", "heartbeat.timeout=2s")
+	client, err := cluster.NewRESTClient(strings.TrimPrefix(rest, "http://"), cluster.Security{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	waitOverview(t, client, 10*time.Second, "1 taskmanager", func(o cluster.Overview) bool { return o.TaskManagers == 1 })
+	wc := buildWordCount(t)
+	dir := t.TempDir()
+	input := filepath.Join(dir, "input.txt")
+	if err := os.WriteFile(input, []byte(wordText(500, 3)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := weir(t, "run", "--jobmanager", strings.TrimPrefix(rest, "http://"), "-p", "2",
+		"-D", "restart-strategy.type=none", wc, "--input", input, "--output", filepath.Join(dir, "out"))
+	if code != exitOK {
+		t.Fatalf("weir run: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	id := jobID(t, stdout)
+	d, err := client.Job(context.Background(), id)
+	if err != nil || d.State != cluster.JobFinished {
+		t.Fatalf("GET /jobs/%s = %+v, %v", id, d, err)
+	}
+	get := func(path string, v any) {
+		t.Helper()
+		resp, err := http.Get(rest + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s", path, resp.Status)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+	}
+	defer http.DefaultClient.CloseIdleConnections()
+
+	var plan cluster.JobPlanJSON
+	get("/jobs/"+id+"/plan", &plan)
+	if len(plan.Plan.Nodes) != len(d.Vertices) || plan.Plan.JID != id || plan.Plan.Name != d.Name {
+		t.Fatalf("plan %+v, job vertices %+v", plan.Plan, d.Vertices)
+	}
+	inputs := 0
+	for i, n := range plan.Plan.Nodes {
+		v := d.Vertices[i]
+		if n.ID != v.ID || n.Parallelism != v.Parallelism || n.Operator != v.Name || n.OperatorStrategy == "" {
+			t.Errorf("plan node %+v, vertex %s %q parallelism %d", n, v.ID, v.Name, v.Parallelism)
+		}
+		for _, in := range n.Inputs {
+			inputs++
+			// The WordCount's keyed count reads the tokenizer by hash.
+			if in.ID != d.Vertices[0].ID || in.ShipStrategy != "HASH" || in.Exchange != "pipelined_bounded" {
+				t.Errorf("plan node %s input %+v", n.ID, in)
+			}
+		}
+	}
+	if inputs != len(d.Vertices)-1 {
+		t.Errorf("plan has %d inputs for %d vertices in a line: %+v", inputs, len(d.Vertices), plan.Plan.Nodes)
+	}
+
+	var ov cluster.JobsOverviewJSON
+	get("/jobs/overview", &ov)
+	total := 0
+	for _, v := range d.Vertices {
+		total += v.Parallelism
+	}
+	if len(ov.Jobs) != 1 || ov.Jobs[0].JID != id || ov.Jobs[0].State != cluster.JobFinished ||
+		ov.Jobs[0].Tasks["total"] != total || ov.Jobs[0].Tasks["finished"] != total || ov.Jobs[0].EndTime < ov.Jobs[0].StartTime {
+		t.Errorf("/jobs/overview = %+v, want the finished job with %d finished tasks", ov, total)
+	}
+
+	var jc cluster.JobConfigJSON
+	get("/jobs/"+id+"/config", &jc)
+	if jc.ExecutionConfig.JobParallelism != 2 || jc.ExecutionConfig.RestartStrategy != "Restart deactivated." ||
+		jc.ExecutionConfig.UserConfig["restart-strategy.type"] != "none" {
+		t.Errorf("/jobs/%s/config = %+v", id, jc)
+	}
+	var ex cluster.JobExceptionsJSON
+	get("/jobs/"+id+"/exceptions", &ex)
+	if ex.RootException != nil || len(ex.ExceptionHistory.Entries) != 0 {
+		t.Errorf("exceptions of a job that never failed: %+v", ex)
+	}
+}
