@@ -32,6 +32,15 @@ func LoadFile(path string) (*Configuration, error) {
 // loadYAML sets the options of the YAML document data, naming the file
 // name in errors.
 func (c *Configuration) loadYAML(name string, data []byte) error {
+	return ReadYAML(name, data, c.SetFrom)
+}
+
+// ReadYAML reads the single YAML document data as LoadFile does: nested
+// mappings flatten to dotted keys, and set gets each key with its value
+// and its source ("file:line"). Errors name the file and line; name is
+// the file's name for them. A loader of other keys besides the catalog's
+// (a deployment's own options) passes its own set.
+func ReadYAML(name string, data []byte, set func(source, key, value string) error) error {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -60,7 +69,7 @@ func (c *Configuration) loadYAML(name string, data []byte) error {
 	if root.Kind != yaml.MappingNode {
 		return fmt.Errorf("config: %s:%d: expected a mapping of option keys to values", name, root.Line)
 	}
-	l := loader{c: c, name: name, lines: make(map[string]int)}
+	l := loader{set: set, name: name, lines: make(map[string]int)}
 	l.mapping("", root)
 	return errors.Join(l.errs...)
 }
@@ -72,7 +81,7 @@ func (c *Configuration) loadYAML(name string, data []byte) error {
 const maxKeys = 1000
 
 type loader struct {
-	c     *Configuration
+	set   func(source, key, value string) error
 	name  string
 	lines map[string]int // line where each key was set, to report duplicates
 	errs  []error
@@ -122,7 +131,7 @@ func (l *loader) mapping(prefix string, n *yaml.Node) {
 			if v.Tag == "!!null" {
 				value = "" // "key:" with nothing after it, or "~"
 			}
-			if err := l.c.SetFrom(source, key, value); err != nil {
+			if err := l.set(source, key, value); err != nil {
 				l.errs = append(l.errs, err)
 			}
 		default:
@@ -130,8 +139,10 @@ func (l *loader) mapping(prefix string, n *yaml.Node) {
 			// that is the likelier mistake.
 			source := fmt.Sprintf("%s:%d", l.name, k.Line)
 			if _, known := catalogIndex[key]; !known {
-				l.errs = append(l.errs, l.c.SetFrom(source, key, ""))
-				continue
+				if err := l.set(source, key, ""); err != nil {
+					l.errs = append(l.errs, err)
+					continue
+				}
 			}
 			l.errs = append(l.errs, fmt.Errorf("config: invalid value for %q (%s): expected a single value, not a list", key, source))
 		}

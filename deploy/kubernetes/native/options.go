@@ -1,17 +1,14 @@
 package native
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -223,70 +220,8 @@ func (s *Settings) LoadFile(path string) error {
 	return s.LoadYAML(path, data)
 }
 
-// LoadYAML is LoadFile on data, with name in errors.
+// LoadYAML is LoadFile on data, with name in errors: the core's YAML
+// reading, with the kubernetes.* keys kept here.
 func (s *Settings) LoadYAML(name string, data []byte) error {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		return fmt.Errorf("config: %s: %w", name, err)
-	}
-	var next yaml.Node
-	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("config: %s: expected a single YAML document", name)
-	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
-		root = root.Content[0]
-	}
-	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
-		return nil
-	}
-	if root.Kind != yaml.MappingNode {
-		return fmt.Errorf("config: %s:%d: expected a mapping of option keys to values", name, root.Line)
-	}
-	var errs []error
-	seen := map[string]int{}
-	var walk func(prefix string, n *yaml.Node)
-	walk = func(prefix string, n *yaml.Node) {
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
-				errs = append(errs, fmt.Errorf("config: %s:%d: expected a plain key", name, k.Line))
-				continue
-			}
-			key := k.Value
-			if prefix != "" {
-				key = prefix + "." + key
-			}
-			if v.Kind == yaml.AliasNode {
-				errs = append(errs, fmt.Errorf("config: %s:%d: aliases are not supported", name, k.Line))
-				continue
-			}
-			source := fmt.Sprintf("%s:%d", name, k.Line)
-			switch v.Kind {
-			case yaml.MappingNode:
-				walk(key, v)
-			case yaml.ScalarNode:
-				if first, dup := seen[key]; dup {
-					errs = append(errs, fmt.Errorf("config: duplicate key %q (%s), first set on line %d", key, source, first))
-					continue
-				}
-				seen[key] = k.Line
-				value := v.Value
-				if v.Tag == "!!null" {
-					value = ""
-				}
-				if err := s.Set(source, key, value); err != nil {
-					errs = append(errs, err)
-				}
-			default:
-				errs = append(errs, fmt.Errorf("config: invalid value for %q (%s): expected a single value", key, source))
-			}
-		}
-	}
-	walk("", root)
-	return errors.Join(errs...)
+	return config.ReadYAML(name, data, s.Set)
 }
