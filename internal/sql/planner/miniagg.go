@@ -171,14 +171,20 @@ func (f *aggFunc) applyBundle(rows []types.Record, out stream.Collector[types.Re
 	if err != nil {
 		return err
 	}
+	emitGroupChange(out, existed, before, after, f.p.fields)
+	return nil
+}
+
+// emitGroupChange emits a group's new result row: an insert for a new
+// group, a -U/+U pair when the result changed, nothing when it did not.
+func emitGroupChange(out stream.Collector[types.Record], existed bool, before, after types.Row, fields []Field) {
 	switch {
 	case !existed:
 		out.Collect(types.Record{Kind: types.Insert, Row: after})
-	case !rowsEqual(before, after, f.p.fields):
+	case !rowsEqual(before, after, fields):
 		out.Collect(types.Record{Kind: types.UpdateBefore, Row: before})
 		out.Collect(types.Record{Kind: types.UpdateAfter, Row: after})
 	}
-	return nil
 }
 
 // accumulate adds (or retracts) one input row to a group's accumulators.

@@ -490,13 +490,7 @@ func (f *aggFunc) ProcessElement(r types.Record, ctx *stream.KeyedContext[string
 	if err != nil {
 		return err
 	}
-	switch {
-	case !existed:
-		out.Collect(types.Record{Kind: types.Insert, Row: after})
-	case !rowsEqual(before, after, f.p.fields):
-		out.Collect(types.Record{Kind: types.UpdateBefore, Row: before})
-		out.Collect(types.Record{Kind: types.UpdateAfter, Row: after})
-	}
+	emitGroupChange(out, existed, before, after, f.p.fields)
 	return nil
 }
 

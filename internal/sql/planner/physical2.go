@@ -633,16 +633,10 @@ func (t *Translator) join(p *Join) (*Rows, error) {
 	if s := lookupScan(p); s != nil {
 		return t.lookupJoin(p, s)
 	}
-	l, err := t.Translate(p.Left)
+	l, r, lt, rt, err := t.joinInputs(p)
 	if err != nil {
 		return nil, err
 	}
-	r, err := t.Translate(p.Right)
-	if err != nil {
-		return nil, err
-	}
-	lf, rf := p.Left.Fields(), p.Right.Fields()
-	lt, rt := fieldTypes(lf), fieldTypes(rf)
 	lkey, rkey := joinKeyFuncs(p, lt, rt)
 	f := &joinFunc{joinRows: joinRows{lTypes: lt, rTypes: rt}, p: p, ctx: t, batch: t.Batch,
 		semi: p.Type == "SEMI" || p.Type == "ANTI", anti: p.Type == "ANTI", temporal: p.Temporal && !t.Batch,
@@ -853,4 +847,16 @@ func (f *joinFunc) expire(wm int64) error {
 		return err
 	}
 	return drop(f.right, f.rTypes, iv.rightCol, func(t int64) int64 { return t - iv.lower })
+}
+
+// joinInputs translates a join's two inputs and returns them with their
+// field types.
+func (t *Translator) joinInputs(p *Join) (l, r *Rows, lt, rt []types.DataType, err error) {
+	if l, err = t.Translate(p.Left); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if r, err = t.Translate(p.Right); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return l, r, fieldTypes(p.Left.Fields()), fieldTypes(p.Right.Fields()), nil
 }

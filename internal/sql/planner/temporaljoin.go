@@ -194,15 +194,10 @@ func (p *Join) describeTemporal() string {
 // temporalJoin translates an event-time temporal join: both inputs keyed
 // by the right side's primary key.
 func (t *Translator) temporalJoin(p *Join) (*Rows, error) {
-	l, err := t.Translate(p.Left)
+	l, r, lt, rt, err := t.joinInputs(p)
 	if err != nil {
 		return nil, err
 	}
-	r, err := t.Translate(p.Right)
-	if err != nil {
-		return nil, err
-	}
-	lt, rt := fieldTypes(p.Left.Fields()), fieldTypes(p.Right.Fields())
 	kt := make([]types.DataType, len(p.LeftKeys))
 	for i := range kt {
 		kt[i], _ = types.LeastRestrictive(lt[p.LeftKeys[i]], rt[p.RightKeys[i]])

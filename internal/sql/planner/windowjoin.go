@@ -222,15 +222,10 @@ func (f *windowJoinFunc) OnTimer(_ int64, _ *stream.KeyedContext[string], out st
 // (window_start and window_end among them), joined per window on the
 // watermark.
 func (t *Translator) windowJoin(p *Join) (*Rows, error) {
-	l, err := t.Translate(p.Left)
+	l, r, lt, rt, err := t.joinInputs(p)
 	if err != nil {
 		return nil, err
 	}
-	r, err := t.Translate(p.Right)
-	if err != nil {
-		return nil, err
-	}
-	lt, rt := fieldTypes(p.Left.Fields()), fieldTypes(p.Right.Fields())
 	lkey, rkey := joinKeyFuncs(p, lt, rt)
 	f := &windowJoinFunc{joinRows: joinRows{lTypes: lt, rTypes: rt}, p: p, lEnd: p.Window.LeftEnd, rEnd: p.Window.RightEnd, tr: t,
 		leftOuter: p.Type == "LEFT" || p.Type == "FULL", rightOuter: p.Type == "RIGHT" || p.Type == "FULL",

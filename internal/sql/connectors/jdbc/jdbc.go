@@ -143,10 +143,7 @@ func positiveInt(c *planner.TableContext, key string, def int64) (int64, error) 
 
 func sink(c *planner.TableContext, in *planner.Rows, fields []planner.Field, updating bool) error {
 	t := c.Table
-	if err := c.CheckOptions(options); err != nil {
-		return err
-	}
-	if err := checkColumns(c); err != nil {
+	if err := checkTable(c); err != nil {
 		return err
 	}
 	if updating && len(t.PrimaryKey) == 0 {
@@ -346,15 +343,26 @@ func fromText(s string, t types.DataType) (any, error) {
 	return types.CastIn(s, types.String(), t, time.UTC)
 }
 
+// checkTable checks a jdbc table's options and columns, as every use of
+// it (source, lookup source, sink) does first.
+func checkTable(c *planner.TableContext) error {
+	if err := c.CheckOptions(options); err != nil {
+		return err
+	}
+	return checkColumns(c)
+}
+
+// checkedDSN checks the table and returns its data source name.
+func checkedDSN(c *planner.TableContext) (string, error) {
+	if err := checkTable(c); err != nil {
+		return "", err
+	}
+	return dsn(c)
+}
+
 func source(c *planner.TableContext) (*planner.Rows, error) {
 	t := c.Table
-	if err := c.CheckOptions(options); err != nil {
-		return nil, err
-	}
-	if err := checkColumns(c); err != nil {
-		return nil, err
-	}
-	d, err := dsn(c)
+	d, err := checkedDSN(c)
 	if err != nil {
 		return nil, err
 	}

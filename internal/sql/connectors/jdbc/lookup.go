@@ -27,13 +27,7 @@ func init() {
 // Flink's PARTIAL cache when lookup.cache says so.
 func lookupSource(c *planner.TableContext, keys []int) (*planner.LookupSource, error) {
 	t := c.Table
-	if err := c.CheckOptions(options); err != nil {
-		return nil, err
-	}
-	if err := checkColumns(c); err != nil {
-		return nil, err
-	}
-	d, err := dsn(c)
+	d, err := checkedDSN(c)
 	if err != nil {
 		return nil, err
 	}
