@@ -303,10 +303,10 @@ func TestHAJobManagerKilled(t *testing.T) {
 	// The job ended: a later leader must not run it again.
 	jm4 := c.startJobManager()
 	jm3.p.cmd.Process.Signal(syscall.SIGKILL)
+	// A JobManager says it leads once it recovered the stored jobs.
 	if c.leader(30*time.Second, jm3) != jm4 {
 		t.Fatal("the fourth JobManager did not take over")
 	}
-	time.Sleep(time.Second)
 	if jobs, err := jm4.client.Jobs(context.Background()); err != nil || len(jobs) != 0 {
 		t.Errorf("a new leader after the job finished runs %v (%v); want no job", jobs, err)
 	}

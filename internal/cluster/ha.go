@@ -54,6 +54,10 @@ type haState struct {
 	services   *ha.Services
 	leadership atomic.Pointer[ha.Leadership]
 	term       atomic.Int64 // 0 until it leads
+	// recovered is set once the jobs of earlier leaders run again: only
+	// then does the JobManager serve as leader (a client that sees
+	// "leader": true sees every job).
+	recovered atomic.Bool
 	// deposed is set once leadership was lost: from then on the JobManager
 	// acts on nothing and exits (Wait returns the error).
 	deposed atomic.Bool
@@ -82,7 +86,7 @@ func (jm *JobManager) leaderTerm() int64 {
 // leading reports whether this JobManager may act: always without high
 // availability; with it, from election until leadership is lost.
 func (jm *JobManager) leading() bool {
-	return jm.ha == nil || (jm.ha.term.Load() != 0 && !jm.ha.deposed.Load())
+	return jm.ha == nil || (jm.ha.recovered.Load() && !jm.ha.deposed.Load())
 }
 
 // IsLeader reports whether the JobManager leads its cluster (always, without
@@ -109,6 +113,7 @@ func (jm *JobManager) campaign() {
 		jm.failed <- fmt.Errorf("jobmanager: recovering the jobs of the previous leader: %w", err)
 		return
 	}
+	jm.ha.recovered.Store(true)
 	select {
 	case <-jm.ctx.Done():
 		// Close resigns once the jobs' goroutines stopped.
