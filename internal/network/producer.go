@@ -32,6 +32,13 @@ type Sender struct {
 	finished    bool // end of partition sent
 	err         error
 	releaseOnce sync.Once
+	// initialCredit is what the consumer granted when it attached, the
+	// measure of Usage.
+	initialCredit int
+
+	// waitStart and waitStop, when set, are told when Send starts and
+	// stops waiting for a credit (the producing task's back pressure).
+	waitStart, waitStop func()
 
 	wmu  sync.Mutex
 	wbuf []byte
@@ -138,6 +145,7 @@ func (s *Sender) attach(st *yamux.Stream, peer string, credit, bufSize int) erro
 		return err
 	}
 	s.st, s.peer, s.credit, s.maxData = st, peer, credit, bufSize
+	s.initialCredit = credit
 	s.wbuf = make([]byte, frameHeaderSize+bufSize)
 	close(s.attached)
 	return nil
@@ -272,6 +280,9 @@ func (s *Sender) Send(ctx context.Context, data []byte) error {
 				return err
 			}
 		}
+		if s.waitStart != nil {
+			s.waitStart()
+		}
 		select {
 		case <-s.wake:
 		case <-s.released:
@@ -279,8 +290,26 @@ func (s *Sender) Send(ctx context.Context, data []byte) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		if s.waitStop != nil {
+			s.waitStop()
+		}
 	}
 	return s.write(ctx, st, frameData, data)
+}
+
+// ObserveWaits sets functions that Send calls when it starts and stops
+// waiting for a credit; call it before the first Send.
+func (s *Sender) ObserveWaits(start, stop func()) { s.waitStart, s.waitStop = start, stop }
+
+// Usage is the fraction of the consumer's first grant of credits that the
+// producer has used up and not got back: 1 while Send would wait.
+func (s *Sender) Usage() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.initialCredit <= 0 {
+		return 0
+	}
+	return 1 - float64(min(s.credit, s.initialCredit))/float64(s.initialCredit)
 }
 
 // SendEvent sends an in-band event. Events need no credit: like Flink's,

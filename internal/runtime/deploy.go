@@ -329,7 +329,7 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 			g := [2]any{gates[gateKey{v.JobVertex.ID, ev.SubtaskIndex, 1}], gates[gateKey{v.JobVertex.ID, ev.SubtaskIndex, 2}]}
 			for _, gate := range g {
 				if gate != nil {
-					t.gates = append(t.gates, gate.(interface{ Buffered() int64 }))
+					t.gates = append(t.gates, gate.(metricGate))
 				}
 			}
 			a.tasks = append(a.tasks, t)

@@ -37,6 +37,8 @@ type InputGate[T any] struct {
 	// maxBuffered records the high-water mark of buffered, for tests and
 	// metrics.
 	maxBuffered atomic.Int64
+	// bytesIn counts the encoded bytes that arrived from other processes.
+	bytesIn atomic.Int64
 	// priority carries the barriers of unaligned checkpoints: they take
 	// no credit and are read before the queued buffers, which they
 	// overtake.
@@ -100,6 +102,15 @@ func (g *InputGate[T]) NumChannels() int { return len(g.exclusive) }
 // Buffered returns the number of records in flight into the gate.
 func (g *InputGate[T]) Buffered() int64 { return g.buffered.Load() }
 
+// BytesIn returns the bytes that arrived over the network.
+func (g *InputGate[T]) BytesIn() int64 { return g.bytesIn.Load() }
+
+// Usage returns the fraction of the gate's buffers (credits) that hold
+// data not yet processed.
+func (g *InputGate[T]) Usage() float64 {
+	return float64(len(g.queue)) / float64(max(1, cap(g.queue)))
+}
+
 // MaxBuffered returns the most records that were ever in flight at once.
 func (g *InputGate[T]) MaxBuffered() int64 { return g.maxBuffered.Load() }
 
@@ -131,6 +142,16 @@ type localChannel[T any] struct {
 	// sent counts the buffers put into the gate's queue, the position a
 	// priority barrier reports.
 	sent int64
+	// waits is the producing task's back pressure clock; nil for a
+	// channel that a network bridge feeds.
+	waits *waitClock
+}
+
+func (c *localChannel[T]) setCounters(w waitCounters) { c.waits = w.backPressured }
+
+func (c *localChannel[T]) usage() float64 {
+	credits := c.gate.exclusive[c.index]
+	return float64(len(credits)) / float64(max(1, cap(credits)))
 }
 
 func (c *localChannel[T]) Send(ctx context.Context, b *Buffer[T]) error {
@@ -139,6 +160,11 @@ func (c *localChannel[T]) Send(ctx context.Context, b *Buffer[T]) error {
 	case credits <- struct{}{}:
 		b.credit = credits
 	default:
+		// No exclusive credit: the consumer is behind, and the task
+		// waits (back pressure) unless a floating buffer is free.
+		if c.waits != nil {
+			c.waits.start()
+		}
 		select {
 		case credits <- struct{}{}:
 			b.credit = credits
@@ -146,6 +172,9 @@ func (c *localChannel[T]) Send(ctx context.Context, b *Buffer[T]) error {
 			b.credit = c.gate.floating
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+		if c.waits != nil {
+			c.waits.stop()
 		}
 	}
 	b.Channel = c.index
@@ -206,6 +235,10 @@ func (c *serializingChannel[T]) Send(ctx context.Context, b *Buffer[T]) error {
 	}
 	return c.local.Send(ctx, out)
 }
+
+func (c *serializingChannel[T]) setCounters(w waitCounters) { c.local.setCounters(w) }
+
+func (c *serializingChannel[T]) usage() float64 { return c.local.usage() }
 
 // SendPriority sends a barrier past the queued buffers; a barrier holds no
 // records, so there is nothing to serialize.

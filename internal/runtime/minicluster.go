@@ -185,38 +185,16 @@ func (j *Job) InjectFailure(withPanic bool, pick func(n int) int) string {
 	return t.Name()
 }
 
-// TaskMetrics is a snapshot of one subtask's counters.
-type TaskMetrics struct {
-	Task       string
-	Vertex     graph.JobVertexID
-	Subtask    int
-	State      graph.ExecutionState
-	RecordsIn  int64
-	RecordsOut int64
-	// BufferedIn is the number of records waiting in the task's input
-	// gates.
-	BufferedIn int64
-}
-
 // Metrics returns a snapshot of every subtask's counters.
 func (j *Job) Metrics() []TaskMetrics {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	out := make([]TaskMetrics, len(j.tasks))
+	now := monoNanos()
 	for i, t := range j.tasks {
-		var buffered int64
-		for _, g := range t.gates {
-			buffered += g.Buffered()
-		}
-		out[i] = TaskMetrics{
-			Task:       t.Name(),
-			Vertex:     j.evs[i].Vertex.JobVertex.ID,
-			Subtask:    t.subtask,
-			State:      j.evs[i].Current().State(),
-			RecordsIn:  t.recordsIn.Load(),
-			RecordsOut: t.recordsOut.Load(),
-			BufferedIn: buffered,
-		}
+		out[i] = t.metrics(now)
+		out[i].Vertex = j.evs[i].Vertex.JobVertex.ID
+		out[i].State = j.evs[i].Current().State()
 	}
 	return out
 }

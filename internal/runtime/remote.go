@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/weirproject/weir/codec"
 	"github.com/weirproject/weir/internal/network"
@@ -30,7 +31,18 @@ type remoteChannel[T any] struct {
 	max     int // largest frame the data plane accepts
 	scratch []byte
 	frames  int // sent, for tests
+	// bytesOut is the producing task's counter of bytes sent.
+	bytesOut *atomic.Int64
 }
+
+func (c *remoteChannel[T]) setCounters(w waitCounters) {
+	c.bytesOut = w.bytesOut
+	if w.backPressured != nil {
+		c.sender.ObserveWaits(w.backPressured.start, w.backPressured.stop)
+	}
+}
+
+func (c *remoteChannel[T]) usage() float64 { return c.sender.Usage() }
 
 func newRemoteChannel[T any](s *network.Sender, c codec.Codec[T], pool *sync.Pool, maxFrame int) *remoteChannel[T] {
 	return &remoteChannel[T]{sender: s, codec: c, pool: pool, max: maxFrame}
@@ -91,6 +103,9 @@ func (c *remoteChannel[T]) send(ctx context.Context, b *Buffer[T]) error {
 	c.scratch = frame
 	if len(frame) <= c.max {
 		c.frames++
+		if c.bytesOut != nil {
+			c.bytesOut.Add(int64(len(frame)))
+		}
 		return c.sender.Send(ctx, frame)
 	}
 	if b.Event.Kind != eventNone || len(b.Records) < 2 {
@@ -148,6 +163,7 @@ func bridgeRemote[T any](ctx context.Context, from *network.Gate, to *InputGate[
 			}
 			continue
 		default:
+			to.bytesIn.Add(int64(len(nb.Data)))
 			err = decodeBuffer(c, nb.Data, out)
 		}
 		from.Recycle(nb)

@@ -141,9 +141,19 @@ type Task struct {
 	flushDue   atomic.Bool
 	recordsIn  atomic.Int64
 	recordsOut atomic.Int64
+	bytesOut   atomic.Int64
+	// idle and backPressured clock the task's waits (taskmetrics.go);
+	// startedNanos and endedNanos bound its run (monoNanos, 0 = not yet).
+	idle, backPressured      waitClock
+	startedNanos, endedNanos atomic.Int64
+	inputWatermark           atomic.Int64
+	outputWatermark          atomic.Int64
+	// inputWatermarkNow reads the combined input watermark inside the
+	// task's goroutine; set by the task loop.
+	inputWatermarkNow func() int64
 	// gates are the task's input gates, set before the task starts; read
 	// by Metrics from other goroutines.
-	gates []interface{ Buffered() int64 }
+	gates []metricGate
 
 	// Checkpoints acknowledged from goroutines of the task (asynchronous
 	// snapshot parts, records in flight): asyncCtx ends them when the task
@@ -161,6 +171,13 @@ type Task struct {
 	ut         *unalignedTracker
 	inputs     []gateInput
 	collecting *pendingCheckpoint
+}
+
+// noteInputWatermark publishes the combined input watermark for metrics.
+func (t *Task) noteInputWatermark() {
+	if t.inputWatermarkNow != nil {
+		t.inputWatermark.Store(t.inputWatermarkNow())
+	}
 }
 
 // Name returns the subtask's display name, "vertex (i/n)".
@@ -286,7 +303,13 @@ func (t *Task) abort(err error) { panic(abortPanic{err}) }
 // panics into errors that name the operator and the subtask.
 func (t *Task) run(body func()) (err error) {
 	opened := 0
+	t.inputWatermark.Store(NoTimestamp)
+	t.outputWatermark.Store(NoTimestamp)
+	t.startedNanos.Store(monoNanos())
 	defer func() {
+		t.idle.stop()
+		t.backPressured.stop()
+		t.endedNanos.Store(monoNanos())
 		r := recover()
 		if r != nil {
 			err = t.failure(r)
@@ -625,6 +648,7 @@ func (in *input[T]) handle(it queued[T]) {
 		}
 	case EventEndOfPartition:
 		handleEvent(in.valve, b.Event, channel, in.head)
+		in.t.noteInputWatermark()
 		in.open--
 		in.q.gate.Recycle(b)
 		if u != nil {
@@ -640,6 +664,7 @@ func (in *input[T]) handle(it queued[T]) {
 	default:
 		handleEvent(in.valve, b.Event, channel, in.head)
 		in.q.gate.Recycle(b)
+		in.t.noteInputWatermark()
 	}
 	if u != nil {
 		if act := u.processed(in.index, channel, it.seq); act != 0 {
@@ -894,6 +919,7 @@ func RunOneInput[T any](t *Task, head Output[T], gate *InputGate[T]) error {
 			defer t.ut.stop()
 			prio = gate.priority
 		}
+		t.inputWatermarkNow = func() int64 { return in.valve.current }
 		t.startUnaligned([]gateInput{in}, in.replay)
 		for in.open > 0 {
 			var alignTimeout <-chan time.Time
@@ -905,16 +931,22 @@ func RunOneInput[T any](t *Task, head Output[T], gate *InputGate[T]) error {
 				in.handle(it)
 				continue
 			}
+			t.idle.start()
 			select {
 			case b := <-gate.queue:
+				t.idle.stop()
 				in.handle(in.take(b))
 			case pb := <-prio:
+				t.idle.stop()
 				t.priorityBarrier(0, pb)
 			case <-alignTimeout:
+				t.idle.stop()
 				t.onUnaligned(t.ut.expired(), 0, 0, 0)
 			case f := <-t.mailbox:
+				t.idle.stop()
 				f()
 			case <-tick:
+				t.idle.stop()
 				t.flush()
 			case <-t.ctx.Done():
 				t.abort(t.ctx.Err())
@@ -998,6 +1030,7 @@ func RunTwoInput[A, B any](t *Task, head TwoInput[A, B], g1 *InputGate[A], g2 *I
 			defer t.ut.stop()
 			prio1, prio2 = g1.priority, g2.priority
 		}
+		t.inputWatermarkNow = func() int64 { return combined.combined }
 		t.startUnaligned([]gateInput{in1, in2}, in1.replay, in2.replay)
 		for in1.open > 0 || in2.open > 0 {
 			var alignTimeout <-chan time.Time
@@ -1020,20 +1053,28 @@ func RunTwoInput[A, B any](t *Task, head TwoInput[A, B], g1 *InputGate[A], g2 *I
 			if in2.open == 0 {
 				c2 = nil
 			}
+			t.idle.start()
 			select {
 			case b := <-c1:
+				t.idle.stop()
 				in1.handle(in1.take(b))
 			case b := <-c2:
+				t.idle.stop()
 				in2.handle(in2.take(b))
 			case pb := <-prio1:
+				t.idle.stop()
 				t.priorityBarrier(0, pb)
 			case pb := <-prio2:
+				t.idle.stop()
 				t.priorityBarrier(1, pb)
 			case <-alignTimeout:
+				t.idle.stop()
 				t.onUnaligned(t.ut.expired(), 0, 0, 0)
 			case f := <-t.mailbox:
+				t.idle.stop()
 				f()
 			case <-tick:
+				t.idle.stop()
 				t.flush()
 			case <-t.ctx.Done():
 				t.abort(t.ctx.Err())
@@ -1174,10 +1215,13 @@ func RunSource[T any](t *Task, h *SourceHead[T]) error {
 				return
 			case connector.NothingAvailable:
 				timer := time.NewTimer(idlePause)
+				t.idle.start()
 				select {
 				case f := <-t.mailbox:
+					t.idle.stop()
 					f()
 				case <-timer.C:
+					t.idle.stop()
 				case <-t.ctx.Done():
 					timer.Stop()
 					t.abort(t.ctx.Err())

@@ -84,6 +84,9 @@ func (t *Types[T]) NewRecordWriter(task *Task, channels []any, kind graph.Partit
 	for i, c := range channels {
 		w.channels[i] = c.(ChannelWriter[T])
 		w.pending[i] = t.pool.Get().(*Buffer[T])
+		if cc, ok := c.(countingChannel); ok {
+			cc.setCounters(waitCounters{backPressured: &task.backPressured, bytesOut: &task.bytesOut})
+		}
 	}
 	if !w.broadcast {
 		p, err := newPartitioner[T](kind, factory, producer, len(channels))

@@ -140,6 +140,7 @@ func (w *RecordWriter[T]) send(c int) {
 // EmitWatermark flushes pending records, then sends the watermark on every
 // channel, so that it stays behind the records that precede it.
 func (w *RecordWriter[T]) EmitWatermark(wm int64) {
+	w.task.outputWatermark.Store(wm)
 	w.broadcastEvent(Event{Kind: EventWatermark, Watermark: wm})
 }
 
@@ -164,6 +165,18 @@ func (w *RecordWriter[T]) EmitWatermarkStatus(idle bool) {
 	} else {
 		w.broadcastEvent(Event{Kind: EventActive})
 	}
+}
+
+// usage is the highest fraction of credits in use over the writer's
+// channels that can tell.
+func (w *RecordWriter[T]) usage() float64 {
+	u := 0.0
+	for _, c := range w.channels {
+		if b, ok := c.(bufferUsage); ok {
+			u = max(u, b.usage())
+		}
+	}
+	return u
 }
 
 // Flush sends every non-empty pending buffer.

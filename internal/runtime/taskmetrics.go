@@ -1,0 +1,150 @@
+package runtime
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/weirproject/weir/internal/graph"
+)
+
+// Task time accounting, as Flink measures it: a task is idle while it
+// waits for input (or, for a source, while its reader has nothing), back
+// pressured while a record writer waits for a credit of a downstream
+// channel, and busy the rest of the time. The clocks run only at the
+// points where a task blocks, once per buffer rather than per record, so
+// the record path pays nothing.
+
+// monoBase anchors monoNanos; time.Since reads the monotonic clock.
+var monoBase = time.Now()
+
+// monoNanos is a monotonic time in nanoseconds.
+func monoNanos() int64 { return int64(time.Since(monoBase)) }
+
+// waitClock sums the time spent in one kind of wait. A wait in progress
+// counts up to the moment it is read, so that a task blocked for seconds
+// shows as idle (or back pressured) while it still waits.
+type waitClock struct {
+	total atomic.Int64
+	since atomic.Int64 // start of the wait in progress; 0 when none
+}
+
+func (c *waitClock) start() { c.since.Store(monoNanos()) }
+
+func (c *waitClock) stop() {
+	if s := c.since.Swap(0); s != 0 {
+		c.total.Add(monoNanos() - s)
+	}
+}
+
+// read returns the time waited up to now.
+func (c *waitClock) read(now int64) int64 {
+	t := c.total.Load()
+	if s := c.since.Load(); s != 0 && now > s {
+		t += now - s
+	}
+	return t
+}
+
+// waitCounters are given to the channels of a task's record writers: they
+// count the time the task waited for credits and the bytes they sent
+// over the network. Channels of other owners (the bridge that feeds a
+// gate from the network) have none.
+type waitCounters struct {
+	backPressured *waitClock
+	bytesOut      *atomic.Int64
+}
+
+// countingChannel is implemented by channel writers that report waits
+// and bytes to their task.
+type countingChannel interface {
+	setCounters(waitCounters)
+}
+
+// bufferUsage is implemented by channel writers that can say which
+// fraction of their credits is in use.
+type bufferUsage interface {
+	usage() float64
+}
+
+// metricGate is what a task's metrics read from its input gates.
+type metricGate interface {
+	Buffered() int64
+	BytesIn() int64
+	Usage() float64
+}
+
+// TaskMetrics is a snapshot of one subtask's counters.
+type TaskMetrics struct {
+	Task       string
+	Vertex     graph.JobVertexID
+	Subtask    int
+	State      graph.ExecutionState
+	RecordsIn  int64
+	RecordsOut int64
+	// BytesIn and BytesOut count what crossed the network (records
+	// exchanged inside a process are never encoded).
+	BytesIn, BytesOut int64
+	// BufferedIn is the number of records waiting in the task's input
+	// gates.
+	BufferedIn int64
+	// ElapsedNanos is how long the task has run; IdleNanos and
+	// BackPressuredNanos the parts of it spent waiting, the rest is busy.
+	ElapsedNanos, IdleNanos, BackPressuredNanos int64
+	// InPoolUsage and OutPoolUsage are the fractions of the input gates'
+	// and output channels' buffers (credits) in use, from 0 to 1; the
+	// highest over the gates or channels.
+	InPoolUsage, OutPoolUsage float64
+	// InputWatermark is the task's combined input watermark, and
+	// OutputWatermark the latest watermark it sent downstream;
+	// NoTimestamp before the first.
+	InputWatermark, OutputWatermark int64
+}
+
+// BusyNanos is the time the task spent neither idle nor back pressured.
+func (m TaskMetrics) BusyNanos() int64 {
+	return max(0, m.ElapsedNanos-m.IdleNanos-m.BackPressuredNanos)
+}
+
+func (t *Task) metrics(now int64) TaskMetrics {
+	m := TaskMetrics{
+		Task:               t.Name(),
+		Subtask:            t.subtask,
+		RecordsIn:          t.recordsIn.Load(),
+		RecordsOut:         t.recordsOut.Load(),
+		BytesOut:           t.bytesOut.Load(),
+		IdleNanos:          t.idle.read(now),
+		BackPressuredNanos: t.backPressured.read(now),
+		InputWatermark:     t.inputWatermark.Load(),
+		OutputWatermark:    t.outputWatermark.Load(),
+	}
+	if s := t.startedNanos.Load(); s != 0 {
+		end := now
+		if e := t.endedNanos.Load(); e != 0 {
+			end = e
+		}
+		m.ElapsedNanos = max(0, end-s)
+	}
+	for _, g := range t.gates {
+		m.BufferedIn += g.Buffered()
+		m.BytesIn += g.BytesIn()
+		m.InPoolUsage = max(m.InPoolUsage, g.Usage())
+	}
+	m.OutPoolUsage = t.outPoolUsage()
+	if len(t.writers) == 0 {
+		// A chain that ends in a sink sends nothing on: its output
+		// watermark is what reached it.
+		m.OutputWatermark = m.InputWatermark
+	}
+	return m
+}
+
+// outPoolUsage is the highest usage over the task's record writers.
+func (t *Task) outPoolUsage() float64 {
+	u := 0.0
+	for _, w := range t.writers {
+		if b, ok := w.(bufferUsage); ok {
+			u = max(u, b.usage())
+		}
+	}
+	return u
+}
