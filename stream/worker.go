@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/weirproject/weir/config"
+	"github.com/weirproject/weir/internal/cluster"
 	"github.com/weirproject/weir/internal/graph"
 	"github.com/weirproject/weir/internal/network"
 	"github.com/weirproject/weir/internal/runtime"
@@ -148,6 +149,10 @@ type WorkerStatus struct {
 	Vertices             []WorkerVertexStatus `json:"vertices"`
 	CompletedCheckpoints int                  `json:"completedCheckpoints"`
 	LatestCheckpoint     string               `json:"latestCheckpoint,omitempty"`
+	// Checkpoints are the latest completed checkpoints this worker
+	// coordinated, oldest first; FailedCheckpoints counts the failed ones.
+	Checkpoints       []cluster.CheckpointStatsJSON `json:"checkpoints,omitempty"`
+	FailedCheckpoints int                           `json:"failedCheckpoints"`
 	Error                string               `json:"error,omitempty"`
 	// Control is the host:port of the worker's control endpoint:
 	// POST /savepoint with {"dir", "stop", "drain"} answers {"path"} or
@@ -166,6 +171,8 @@ type WorkerVertexStatus struct {
 	Parallelism int    `json:"parallelism"`
 	RecordsIn   int64  `json:"recordsIn"`
 	RecordsOut  int64  `json:"recordsOut"`
+	// Subtasks are this worker's subtasks of the vertex.
+	Subtasks []cluster.SubtaskMetricsJSON `json:"subtasks,omitempty"`
 }
 
 // WorkerSavepointRequest is the body of POST /savepoint.
@@ -203,7 +210,14 @@ type worker struct {
 
 	mu       sync.Mutex
 	canceled bool // by SIGTERM
+
+	// sampler turns the task counters into rates; used by write only.
+	sampler cluster.TaskSampler
 }
+
+// maxReportedCheckpoints is how many of the latest checkpoints a status
+// carries (Flink's web.checkpoints.history is 10).
+const maxReportedCheckpoints = 10
 
 // newWorker returns nil outside worker mode, and an error when the graph
 // is not the one the client submitted: the code before Execute must build
@@ -483,11 +497,21 @@ func (w *worker) write(state string, jobErr error) {
 		vs := &WorkerVertexStatus{ID: string(v.ID), Name: v.Name, Parallelism: v.Parallelism}
 		byVertex[v.ID] = vs
 	}
-	for _, m := range w.jc.Metrics() {
+	metrics := w.jc.Metrics()
+	for _, m := range metrics {
 		if vs := byVertex[m.Vertex]; vs != nil {
 			vs.RecordsIn += m.RecordsIn
 			vs.RecordsOut += m.RecordsOut
 		}
+	}
+	for id, subtasks := range w.sampler.Sample(metrics, time.Now()) {
+		if vs := byVertex[graph.JobVertexID(id)]; vs != nil {
+			vs.Subtasks = subtasks
+		}
+	}
+	st.FailedCheckpoints = w.jc.job.FailedCheckpoints()
+	if h := w.jc.CheckpointHistory(); len(h) > 0 {
+		st.Checkpoints = cluster.CheckpointStatsOf(h[max(0, len(h)-maxReportedCheckpoints):])
 	}
 	for _, v := range w.jc.Graph.Vertices {
 		st.Vertices = append(st.Vertices, *byVertex[v.ID])

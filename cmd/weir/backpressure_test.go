@@ -5,6 +5,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,6 +89,42 @@ func TestBackpressureAcrossProcesses(t *testing.T) {
 	}
 	if maxRSS > 150<<20 {
 		t.Errorf("the producer's resident memory reached %d MiB", maxRSS>>20)
+	}
+
+	// The REST API shows it as Flink's does: the source back pressured,
+	// the sink busy.
+	var srcBP, sinkBP cluster.BackPressureJSON
+	getREST(t, rest, "/jobs/"+id+"/vertices/"+source.ID+"/backpressure", &srcBP)
+	getREST(t, rest, "/jobs/"+id+"/vertices/"+sink.ID+"/backpressure", &sinkBP)
+	t.Logf("source backpressure %+v; sink %+v", srcBP, sinkBP)
+	if srcBP.Level != "high" || len(srcBP.Subtasks) != 1 || srcBP.Subtasks[0].Ratio <= 0.5 {
+		t.Errorf("source back pressure = %+v, want high with backPressuredTimeMsPerSecond > 500", srcBP)
+	}
+	if sinkBP.Level != "ok" || len(sinkBP.Subtasks) != 1 || sinkBP.Subtasks[0].BusyRatio <= 0.5 {
+		t.Errorf("sink back pressure = %+v, want ok and busy", sinkBP)
+	}
+	var ms []cluster.MetricJSON
+	getREST(t, rest, "/jobs/"+id+"/vertices/"+source.ID+"/metrics?get=0.backPressuredTimeMsPerSecond,0.buffers.outPoolUsage", &ms)
+	if len(ms) != 2 || ms[0].Value == nil {
+		t.Errorf("source metrics = %+v", ms)
+	} else if v, _ := strconv.ParseFloat(*ms[0].Value, 64); v <= 500 {
+		t.Errorf("source backPressuredTimeMsPerSecond = %s, want > 500", *ms[0].Value)
+	}
+}
+
+// getREST decodes the JSON answer of a GET on a JobManager's REST API.
+func getREST(t *testing.T, rest, path string, v any) {
+	t.Helper()
+	resp, err := http.Get(rest + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", path, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
 	}
 }
 

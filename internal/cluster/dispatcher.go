@@ -159,6 +159,14 @@ type JobDetails struct {
 	ID    string `json:"jid"`
 	Name  string `json:"name"`
 	State string `json:"state"`
+	// Flink's JobDetailsInfo fields: a job can be stopped with a
+	// savepoint; the time of the answer; when the job entered each state
+	// (0 for states it never was in); its subtasks by execution state.
+	IsStoppable    bool             `json:"isStoppable"`
+	MaxParallelism int              `json:"maxParallelism"`
+	Now            int64            `json:"now"`
+	Timestamps     map[string]int64 `json:"timestamps"`
+	StatusCounts   map[string]int   `json:"status-counts"`
 	// Attempt counts the deployments of the job, from 1; 0 before the
 	// first.
 	Attempt  int `json:"attempt"`
@@ -206,7 +214,15 @@ type JobVertexJSON struct {
 	ID               string `json:"id"`
 	Name             string `json:"name"`
 	Parallelism      int    `json:"parallelism"`
+	MaxParallelism   int    `json:"maxParallelism"`
 	SlotSharingGroup string `json:"slotSharingGroup"`
+	// Status, the times and Tasks (subtasks by execution state) are
+	// Flink's JobDetailsInfo vertex fields.
+	Status    string         `json:"status"`
+	StartTime int64          `json:"start-time"`
+	EndTime   int64          `json:"end-time"`
+	Duration  int64          `json:"duration"`
+	Tasks     map[string]int `json:"tasks"`
 	// TaskManager runs subtask 0.
 	TaskManager string            `json:"taskmanager,omitempty"`
 	Metrics     VertexMetricsJSON `json:"metrics"`
@@ -223,11 +239,8 @@ type SubtaskJSON struct {
 }
 
 // VertexMetricsJSON holds a vertex's counters, summed over its subtasks
-// (Flink's names).
-type VertexMetricsJSON struct {
-	ReadRecords  int64 `json:"read-records"`
-	WriteRecords int64 `json:"write-records"`
-}
+// (Flink's IOMetricsInfo).
+type VertexMetricsJSON = IOMetricsJSON
 
 // JobCheckpointJSON counts a job's completed checkpoints over all its
 // attempts, and names the latest.
@@ -286,7 +299,31 @@ type job struct {
 	failures      []jobFailure
 	failuresTotal int
 	attemptStart  time.Time
+
+	// Metrics of the current attempt's subtasks by vertex ID and subtask
+	// index, as the workers last reported them (zero until they did).
+	subtaskMetrics map[string][]SubtaskMetricsJSON
+	// ckHistory holds the latest completed checkpoints of all attempts,
+	// oldest first; ckFailed counts the failed checkpoints of earlier
+	// attempts and ckFailedAttempt those of the current one.
+	ckHistory               []CheckpointStatsJSON
+	ckFailed, ckFailedAttempt int
+	// restored is the checkpoint or savepoint the current attempt
+	// started from, if any.
+	restored *restoredCheckpoint
 }
+
+// restoredCheckpoint is what an attempt restored.
+type restoredCheckpoint struct {
+	id        int64
+	path      string
+	at        time.Time
+	savepoint bool
+}
+
+// maxCheckpointHistory is how many completed checkpoints a job keeps for
+// GET /jobs/{id}/checkpoints (Flink's web.checkpoints.history).
+const maxCheckpointHistory = 10
 
 type jobEvent struct {
 	kind    string // "ended", "lost", "cancel"
@@ -431,7 +468,8 @@ func (d *dispatcher) newJob(sub JobSubmission) (*job, error) {
 		triggers:    make(map[string]*savepointTrigger),
 	}
 	for _, v := range plan.Vertices {
-		j.vertices = append(j.vertices, JobVertexJSON{ID: v.ID, Name: v.Name, Parallelism: v.Parallelism, SlotSharingGroup: v.SlotSharingGroup})
+		j.vertices = append(j.vertices, JobVertexJSON{ID: v.ID, Name: v.Name, Parallelism: v.Parallelism, MaxParallelism: v.MaxParallelism,
+			SlotSharingGroup: v.SlotSharingGroup})
 	}
 	return j, nil
 }
@@ -687,6 +725,9 @@ func (d *dispatcher) startAttempt(j *job, alloc allocation) int {
 	j.live = true
 	j.tm, j.tmAddress, j.waiting = j.workers[0].tm, j.workers[0].address, ""
 	j.attemptChk, j.confirmedID = 0, 0
+	j.ckFailed += j.ckFailedAttempt
+	j.ckFailedAttempt = 0
+	j.subtaskMetrics = nil
 	first := j.plan.firstSlots()
 	for i := range j.vertices {
 		v := &j.vertices[i]
@@ -785,6 +826,10 @@ func (d *dispatcher) deploy(j *job, attempt int, restore string, allowNonRestore
 		}
 	}
 	token := j.dataToken
+	j.restored = nil
+	if restore != "" {
+		j.restored = newRestoredCheckpoint(restore, time.Now())
+	}
 	d.mu.Unlock()
 	errs := make([]jobEvent, len(workers))
 	var wg sync.WaitGroup
@@ -1041,6 +1086,7 @@ func (j *job) aggregateLocked() {
 			j.vertices[i].Metrics = m
 		}
 	}
+	j.aggregateSubtasksLocked()
 }
 
 // outcomeLocked says whether the current attempt has ended by its
@@ -1278,13 +1324,85 @@ func (j *job) detailsLocked() JobDetails {
 		}
 		out.Workers = append(out.Workers, wj)
 	}
-	end := time.Now()
+	now := time.Now()
+	end := now
 	if !j.end.IsZero() {
 		end = j.end
 		out.EndTime = j.end.UnixMilli()
 	}
 	out.Duration = end.Sub(j.created).Milliseconds()
+	out.Now = now.UnixMilli()
+	out.MaxParallelism = -1 // Flink's value when the job sets none
+	out.IsStoppable = j.state == JobRunning
+	out.Timestamps = map[string]int64{}
+	for _, s := range []string{"INITIALIZING", JobCreated, JobRunning, "FAILING", JobFailed, JobCancelling, JobCanceled,
+		JobFinished, JobRestarting, "SUSPENDED", "RECONCILING"} {
+		out.Timestamps[s] = 0
+	}
+	out.Timestamps[JobCreated] = j.created.UnixMilli()
+	if !j.attemptStart.IsZero() {
+		out.Timestamps[JobRunning] = j.attemptStart.UnixMilli()
+	}
+	if !j.end.IsZero() {
+		out.Timestamps[j.state] = j.end.UnixMilli()
+	}
+	out.StatusCounts = executionStateCounts()
+	for i := range out.Vertices {
+		v := &out.Vertices[i]
+		v.Tasks = executionStateCounts()
+		for s := range v.Parallelism {
+			var m SubtaskMetricsJSON
+			if ms := j.subtaskMetrics[v.ID]; s < len(ms) {
+				m = ms[s]
+			}
+			st := j.subtaskStatusLocked(m)
+			v.Tasks[st]++
+			out.StatusCounts[st]++
+		}
+		v.Status = vertexStatus(v.Tasks, v.Parallelism)
+		v.StartTime, v.EndTime, v.Duration = -1, -1, -1
+		if !j.attemptStart.IsZero() {
+			v.StartTime = j.attemptStart.UnixMilli()
+			v.Duration = end.Sub(j.attemptStart).Milliseconds()
+		}
+		if !j.end.IsZero() {
+			v.EndTime = j.end.UnixMilli()
+		}
+	}
 	return out
+}
+
+// executionStateCounts is a count of 0 for every execution state, as
+// Flink lists them.
+func executionStateCounts() map[string]int {
+	m := map[string]int{}
+	for _, s := range []string{"CREATED", "SCHEDULED", "DEPLOYING", "RUNNING", "FINISHED", "CANCELING", "CANCELED", "FAILED",
+		"RECONCILING", "INITIALIZING"} {
+		m[s] = 0
+	}
+	return m
+}
+
+// vertexStatus is a vertex's execution state from its subtasks', as
+// Flink aggregates them: any failure fails it, all finished finish it,
+// otherwise the least advanced running state.
+func vertexStatus(tasks map[string]int, parallelism int) string {
+	switch {
+	case tasks["FAILED"] > 0:
+		return "FAILED"
+	case tasks["CANCELING"] > 0:
+		return "CANCELING"
+	case tasks["CANCELED"] > 0:
+		return "CANCELED"
+	case tasks["FINISHED"] == parallelism:
+		return "FINISHED"
+	}
+	for _, s := range []string{"CREATED", "SCHEDULED", "DEPLOYING", "INITIALIZING"} {
+		if tasks[s] > 0 {
+			return s
+		}
+	}
+	return "RUNNING"
 }
 
 // list returns the jobs in submission order.

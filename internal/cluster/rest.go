@@ -106,7 +106,11 @@ func (jm *JobManager) restHandler() http.Handler {
 	route("/artifacts", map[string]http.HandlerFunc{http.MethodPost: jm.handleUpload})
 	route("/jobs", map[string]http.HandlerFunc{http.MethodGet: jm.handleJobs, http.MethodPost: jm.handleSubmit})
 	route("/jobs/{id}", map[string]http.HandlerFunc{http.MethodGet: jm.handleJob, http.MethodPatch: jm.handleCancel})
-	route("/jobs/{id}/checkpoints", get(jm.handleCheckpoints))
+	route("/jobs/{id}/checkpoints", get(jm.handleCheckpointing))
+	route("/jobs/{id}/vertices/{vid}", get(jm.handleVertex))
+	route("/jobs/{id}/vertices/{vid}/backpressure", get(jm.handleBackPressure))
+	route("/jobs/{id}/vertices/{vid}/watermarks", get(jm.handleWatermarks))
+	route("/jobs/{id}/vertices/{vid}/metrics", get(jm.handleVertexMetrics))
 	route("/jobs/{id}/savepoints", map[string]http.HandlerFunc{http.MethodPost: jm.handleSavepoint})
 	route("/jobs/{id}/savepoints/{triggerid}", get(jm.handleSavepointStatus))
 	route("/jobs/{id}/stop", map[string]http.HandlerFunc{http.MethodPost: jm.handleStop})
@@ -254,36 +258,6 @@ func (jm *JobManager) handleCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, struct{}{})
-}
-
-// CheckpointsJSON is the answer of GET /jobs/{id}/checkpoints, in the
-// shape of Flink's.
-type CheckpointsJSON struct {
-	Counts struct {
-		Completed int `json:"completed"`
-	} `json:"counts"`
-	Latest struct {
-		Completed *struct {
-			ExternalPath string `json:"external_path"`
-		} `json:"completed"`
-	} `json:"latest"`
-}
-
-func (jm *JobManager) handleCheckpoints(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	d, ok := jm.dispatcher.details(id)
-	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("job %s not found", id))
-		return
-	}
-	var out CheckpointsJSON
-	out.Counts.Completed = d.Checkpoints.Completed
-	if d.Checkpoints.Latest != "" {
-		out.Latest.Completed = &struct {
-			ExternalPath string `json:"external_path"`
-		}{d.Checkpoints.Latest}
-	}
-	writeJSON(w, http.StatusOK, out)
 }
 
 // SavepointRequest is the body of POST /jobs/{id}/savepoints (Flink's

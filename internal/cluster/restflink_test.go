@@ -79,6 +79,10 @@ func checkShape(schemas map[string]*flinkSchema, name string, s *flinkSchema, v 
 	}
 	switch s.Type {
 	case "object":
+		if v == nil {
+			// Flink's mapper writes a @Nullable field that is null.
+			return nil
+		}
 		m, ok := v.(map[string]any)
 		if !ok {
 			return bad("%T, want an object", v)

@@ -87,16 +87,19 @@ type peersFile struct {
 type workerStatus struct {
 	State    string `json:"state"`
 	Vertices []struct {
-		ID          string `json:"id"`
-		Name        string `json:"name"`
-		Parallelism int    `json:"parallelism"`
-		RecordsIn   int64  `json:"recordsIn"`
-		RecordsOut  int64  `json:"recordsOut"`
+		ID          string               `json:"id"`
+		Name        string               `json:"name"`
+		Parallelism int                  `json:"parallelism"`
+		RecordsIn   int64                `json:"recordsIn"`
+		RecordsOut  int64                `json:"recordsOut"`
+		Subtasks    []SubtaskMetricsJSON `json:"subtasks"`
 	} `json:"vertices"`
-	CompletedCheckpoints int    `json:"completedCheckpoints"`
-	LatestCheckpoint     string `json:"latestCheckpoint"`
-	Error                string `json:"error"`
-	Control              string `json:"control"`
+	CompletedCheckpoints int                   `json:"completedCheckpoints"`
+	LatestCheckpoint     string                `json:"latestCheckpoint"`
+	Checkpoints          []CheckpointStatsJSON `json:"checkpoints"`
+	FailedCheckpoints    int                   `json:"failedCheckpoints"`
+	Error                string                `json:"error"`
+	Control              string                `json:"control"`
 	// DataAddress is the host:port on which a worker of an attempt with
 	// several workers accepts data connections from the others.
 	DataAddress string `json:"dataAddress"`
@@ -683,11 +686,19 @@ func (w *workers) statuses() []*rpcpb.JobStatus {
 			CompletedCheckpoints: int64(a.status.CompletedCheckpoints),
 			LatestCheckpoint:     a.status.LatestCheckpoint,
 			Error:                a.err,
+			FailedCheckpoints:    int64(a.status.FailedCheckpoints),
 		}
 		for _, v := range a.status.Vertices {
-			js.Vertices = append(js.Vertices, &rpcpb.VertexStatus{
+			vs := &rpcpb.VertexStatus{
 				Id: v.ID, Name: v.Name, Parallelism: int32(v.Parallelism), RecordsIn: v.RecordsIn, RecordsOut: v.RecordsOut,
-			})
+			}
+			for _, m := range v.Subtasks {
+				vs.Subtasks = append(vs.Subtasks, subtaskMetricsProto(m))
+			}
+			js.Vertices = append(js.Vertices, vs)
+		}
+		for _, c := range a.status.Checkpoints {
+			js.Checkpoints = append(js.Checkpoints, checkpointStatsProto(c))
 		}
 		a.mu.Unlock()
 		out = append(out, js)

@@ -552,6 +552,9 @@ func (c *coordinator) run(ctx context.Context) error {
 	var allFinished func() bool
 	checkpointFailed := func(id int64, cause error) error {
 		lastEnd = time.Now()
+		c.d.job.mu.Lock()
+		c.d.job.failedCheckpoints++
+		c.d.job.mu.Unlock()
 		c.abort(id)
 		// Never written, or not completely: its directory goes (a
 		// checkpoint the authority may have recorded never gets here).

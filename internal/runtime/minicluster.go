@@ -78,9 +78,11 @@ type Job struct {
 	tasks    []*Task
 	evs      []*graph.ExecutionVertex
 	restarts int
-	// completed counts completed checkpoints.
-	completed int
-	storage   *checkpointStorage
+	// completed counts completed checkpoints; failedCheckpoints those
+	// that were declined, timed out or could not be written.
+	completed         int
+	failedCheckpoints int
+	storage           *checkpointStorage
 }
 
 // CheckpointHistory returns the statistics of the latest completed
@@ -137,6 +139,14 @@ func (j *Job) CompletedCheckpoints() int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.completed
+}
+
+// FailedCheckpoints returns how many checkpoints (and savepoints) were
+// declined, timed out or could not be written.
+func (j *Job) FailedCheckpoints() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.failedCheckpoints
 }
 
 // Wait blocks until the job ends and returns its error.

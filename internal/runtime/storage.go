@@ -81,6 +81,11 @@ type CheckpointStats struct {
 	// CheckpointedSize is what this checkpoint wrote: with incremental
 	// snapshots only the files that no earlier checkpoint uploaded.
 	CheckpointedSize int64
+	// TriggeredAt is when the coordinator triggered the checkpoint and
+	// CompletedAt when the last subtask acknowledged it and it was
+	// written; Subtasks is how many subtasks acknowledged it.
+	TriggeredAt, CompletedAt time.Time
+	Subtasks                 int
 }
 
 // maxStats bounds the checkpoint history kept in memory.
@@ -309,9 +314,10 @@ func (s *checkpointStorage) register(c *CompletedCheckpoint) {
 	}
 	s.mu.Lock()
 	delete(s.savepoints, c.ID)
-	st := CheckpointStats{ID: c.ID, Path: c.Path, FullSize: own, CheckpointedSize: own + s.uploaded[c.ID]}
+	st := CheckpointStats{ID: c.ID, Path: c.Path, FullSize: own, CheckpointedSize: own + s.uploaded[c.ID],
+		TriggeredAt: c.triggered, CompletedAt: time.Now(), Subtasks: len(c.Tasks)}
 	if !c.triggered.IsZero() {
-		st.Duration = time.Since(c.triggered)
+		st.Duration = st.CompletedAt.Sub(c.triggered)
 	}
 	for h := range s.pending[c.ID] {
 		st.FullSize += s.sizes[h]

@@ -697,9 +697,13 @@ type JobStatus struct {
 	Error string `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
 	// Term of the JobManager that deployed the attempt: attempt numbers
 	// start again under a new leader.
-	LeaderTerm    int64 `protobuf:"varint,8,opt,name=leader_term,json=leaderTerm,proto3" json:"leader_term,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	LeaderTerm int64 `protobuf:"varint,8,opt,name=leader_term,json=leaderTerm,proto3" json:"leader_term,omitempty"`
+	// The latest checkpoints the attempt's coordinator completed (its
+	// leader worker only), oldest first, and how many failed.
+	Checkpoints       []*CheckpointStats `protobuf:"bytes,9,rep,name=checkpoints,proto3" json:"checkpoints,omitempty"`
+	FailedCheckpoints int64              `protobuf:"varint,10,opt,name=failed_checkpoints,json=failedCheckpoints,proto3" json:"failed_checkpoints,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *JobStatus) Reset() {
@@ -788,13 +792,29 @@ func (x *JobStatus) GetLeaderTerm() int64 {
 	return 0
 }
 
+func (x *JobStatus) GetCheckpoints() []*CheckpointStats {
+	if x != nil {
+		return x.Checkpoints
+	}
+	return nil
+}
+
+func (x *JobStatus) GetFailedCheckpoints() int64 {
+	if x != nil {
+		return x.FailedCheckpoints
+	}
+	return 0
+}
+
 type VertexStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	Parallelism   int32                  `protobuf:"varint,3,opt,name=parallelism,proto3" json:"parallelism,omitempty"`
-	RecordsIn     int64                  `protobuf:"varint,4,opt,name=records_in,json=recordsIn,proto3" json:"records_in,omitempty"`
-	RecordsOut    int64                  `protobuf:"varint,5,opt,name=records_out,json=recordsOut,proto3" json:"records_out,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name        string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Parallelism int32                  `protobuf:"varint,3,opt,name=parallelism,proto3" json:"parallelism,omitempty"`
+	RecordsIn   int64                  `protobuf:"varint,4,opt,name=records_in,json=recordsIn,proto3" json:"records_in,omitempty"`
+	RecordsOut  int64                  `protobuf:"varint,5,opt,name=records_out,json=recordsOut,proto3" json:"records_out,omitempty"`
+	// The worker's own subtasks of the vertex.
+	Subtasks      []*SubtaskMetrics `protobuf:"bytes,6,rep,name=subtasks,proto3" json:"subtasks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -864,6 +884,319 @@ func (x *VertexStatus) GetRecordsOut() int64 {
 	return 0
 }
 
+func (x *VertexStatus) GetSubtasks() []*SubtaskMetrics {
+	if x != nil {
+		return x.Subtasks
+	}
+	return nil
+}
+
+// SubtaskMetrics: counters since the subtask started, rates over about
+// the last second (cluster.SubtaskMetricsJSON).
+type SubtaskMetrics struct {
+	state                        protoimpl.MessageState `protogen:"open.v1"`
+	Subtask                      int32                  `protobuf:"varint,1,opt,name=subtask,proto3" json:"subtask,omitempty"`
+	State                        string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	RecordsIn                    int64                  `protobuf:"varint,3,opt,name=records_in,json=recordsIn,proto3" json:"records_in,omitempty"`
+	RecordsOut                   int64                  `protobuf:"varint,4,opt,name=records_out,json=recordsOut,proto3" json:"records_out,omitempty"`
+	BytesIn                      int64                  `protobuf:"varint,5,opt,name=bytes_in,json=bytesIn,proto3" json:"bytes_in,omitempty"`
+	BytesOut                     int64                  `protobuf:"varint,6,opt,name=bytes_out,json=bytesOut,proto3" json:"bytes_out,omitempty"`
+	BufferedIn                   int64                  `protobuf:"varint,7,opt,name=buffered_in,json=bufferedIn,proto3" json:"buffered_in,omitempty"`
+	AccumulatedBusyMs            int64                  `protobuf:"varint,8,opt,name=accumulated_busy_ms,json=accumulatedBusyMs,proto3" json:"accumulated_busy_ms,omitempty"`
+	AccumulatedIdleMs            int64                  `protobuf:"varint,9,opt,name=accumulated_idle_ms,json=accumulatedIdleMs,proto3" json:"accumulated_idle_ms,omitempty"`
+	AccumulatedBackPressuredMs   int64                  `protobuf:"varint,10,opt,name=accumulated_back_pressured_ms,json=accumulatedBackPressuredMs,proto3" json:"accumulated_back_pressured_ms,omitempty"`
+	RecordsInPerSecond           float64                `protobuf:"fixed64,11,opt,name=records_in_per_second,json=recordsInPerSecond,proto3" json:"records_in_per_second,omitempty"`
+	RecordsOutPerSecond          float64                `protobuf:"fixed64,12,opt,name=records_out_per_second,json=recordsOutPerSecond,proto3" json:"records_out_per_second,omitempty"`
+	BytesInPerSecond             float64                `protobuf:"fixed64,13,opt,name=bytes_in_per_second,json=bytesInPerSecond,proto3" json:"bytes_in_per_second,omitempty"`
+	BytesOutPerSecond            float64                `protobuf:"fixed64,14,opt,name=bytes_out_per_second,json=bytesOutPerSecond,proto3" json:"bytes_out_per_second,omitempty"`
+	BusyTimeMsPerSecond          float64                `protobuf:"fixed64,15,opt,name=busy_time_ms_per_second,json=busyTimeMsPerSecond,proto3" json:"busy_time_ms_per_second,omitempty"`
+	IdleTimeMsPerSecond          float64                `protobuf:"fixed64,16,opt,name=idle_time_ms_per_second,json=idleTimeMsPerSecond,proto3" json:"idle_time_ms_per_second,omitempty"`
+	BackPressuredTimeMsPerSecond float64                `protobuf:"fixed64,17,opt,name=back_pressured_time_ms_per_second,json=backPressuredTimeMsPerSecond,proto3" json:"back_pressured_time_ms_per_second,omitempty"`
+	InPoolUsage                  float64                `protobuf:"fixed64,18,opt,name=in_pool_usage,json=inPoolUsage,proto3" json:"in_pool_usage,omitempty"`
+	OutPoolUsage                 float64                `protobuf:"fixed64,19,opt,name=out_pool_usage,json=outPoolUsage,proto3" json:"out_pool_usage,omitempty"`
+	InputWatermark               int64                  `protobuf:"varint,20,opt,name=input_watermark,json=inputWatermark,proto3" json:"input_watermark,omitempty"`
+	OutputWatermark              int64                  `protobuf:"varint,21,opt,name=output_watermark,json=outputWatermark,proto3" json:"output_watermark,omitempty"`
+	unknownFields                protoimpl.UnknownFields
+	sizeCache                    protoimpl.SizeCache
+}
+
+func (x *SubtaskMetrics) Reset() {
+	*x = SubtaskMetrics{}
+	mi := &file_cluster_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubtaskMetrics) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubtaskMetrics) ProtoMessage() {}
+
+func (x *SubtaskMetrics) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubtaskMetrics.ProtoReflect.Descriptor instead.
+func (*SubtaskMetrics) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SubtaskMetrics) GetSubtask() int32 {
+	if x != nil {
+		return x.Subtask
+	}
+	return 0
+}
+
+func (x *SubtaskMetrics) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *SubtaskMetrics) GetRecordsIn() int64 {
+	if x != nil {
+		return x.RecordsIn
+	}
+	return 0
+}
+
+func (x *SubtaskMetrics) GetRecordsOut() int64 {
+	if x != nil {
+		return x.RecordsOut
+	}
+	return 0
+}
+
+func (x *SubtaskMetrics) GetBytesIn() int64 {
+	if x != nil {
+		return x.BytesIn
+	}
+	return 0
+}
+
+func (x *SubtaskMetrics) GetBytesOut() int64 {
+	if x != nil {
+		return x.BytesOut
+	}
+	return 0
+}
+
+func (x *SubtaskMetrics) GetBufferedIn() int64 {
+	if x != nil {
+		return x.BufferedIn
+	}
+	return 0
+}
+
+func (x *SubtaskMetrics) GetAccumulatedBusyMs() int64 {
+	if x != nil {
+		return x.AccumulatedBusyMs
+	}
+	return 0
+}
+
+func (x *SubtaskMetrics) GetAccumulatedIdleMs() int64 {
+	if x != nil {
+		return x.AccumulatedIdleMs
+	}
+	return 0
+}
+
+func (x *SubtaskMetrics) GetAccumulatedBackPressuredMs() int64 {
+	if x != nil {
+		return x.AccumulatedBackPressuredMs
+	}
+	return 0
+}
+
+func (x *SubtaskMetrics) GetRecordsInPerSecond() float64 {
+	if x != nil {
+		return x.RecordsInPerSecond
+	}
+	return 0
+}
+
+func (x *SubtaskMetrics) GetRecordsOutPerSecond() float64 {
+	if x != nil {
+		return x.RecordsOutPerSecond
+	}
+	return 0
+}
+
+func (x *SubtaskMetrics) GetBytesInPerSecond() float64 {
+	if x != nil {
+		return x.BytesInPerSecond
+	}
+	return 0
+}
+
+func (x *SubtaskMetrics) GetBytesOutPerSecond() float64 {
+	if x != nil {
+		return x.BytesOutPerSecond
+	}
+	return 0
+}
+
+func (x *SubtaskMetrics) GetBusyTimeMsPerSecond() float64 {
+	if x != nil {
+		return x.BusyTimeMsPerSecond
+	}
+	return 0
+}
+
+func (x *SubtaskMetrics) GetIdleTimeMsPerSecond() float64 {
+	if x != nil {
+		return x.IdleTimeMsPerSecond
+	}
+	return 0
+}
+
+func (x *SubtaskMetrics) GetBackPressuredTimeMsPerSecond() float64 {
+	if x != nil {
+		return x.BackPressuredTimeMsPerSecond
+	}
+	return 0
+}
+
+func (x *SubtaskMetrics) GetInPoolUsage() float64 {
+	if x != nil {
+		return x.InPoolUsage
+	}
+	return 0
+}
+
+func (x *SubtaskMetrics) GetOutPoolUsage() float64 {
+	if x != nil {
+		return x.OutPoolUsage
+	}
+	return 0
+}
+
+func (x *SubtaskMetrics) GetInputWatermark() int64 {
+	if x != nil {
+		return x.InputWatermark
+	}
+	return 0
+}
+
+func (x *SubtaskMetrics) GetOutputWatermark() int64 {
+	if x != nil {
+		return x.OutputWatermark
+	}
+	return 0
+}
+
+type CheckpointStats struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Id               int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Path             string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	TriggerTimestamp int64                  `protobuf:"varint,3,opt,name=trigger_timestamp,json=triggerTimestamp,proto3" json:"trigger_timestamp,omitempty"`
+	LatestAck        int64                  `protobuf:"varint,4,opt,name=latest_ack,json=latestAck,proto3" json:"latest_ack,omitempty"`
+	DurationMs       int64                  `protobuf:"varint,5,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	FullSize         int64                  `protobuf:"varint,6,opt,name=full_size,json=fullSize,proto3" json:"full_size,omitempty"`
+	CheckpointedSize int64                  `protobuf:"varint,7,opt,name=checkpointed_size,json=checkpointedSize,proto3" json:"checkpointed_size,omitempty"`
+	Subtasks         int32                  `protobuf:"varint,8,opt,name=subtasks,proto3" json:"subtasks,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *CheckpointStats) Reset() {
+	*x = CheckpointStats{}
+	mi := &file_cluster_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointStats) ProtoMessage() {}
+
+func (x *CheckpointStats) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointStats.ProtoReflect.Descriptor instead.
+func (*CheckpointStats) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *CheckpointStats) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *CheckpointStats) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *CheckpointStats) GetTriggerTimestamp() int64 {
+	if x != nil {
+		return x.TriggerTimestamp
+	}
+	return 0
+}
+
+func (x *CheckpointStats) GetLatestAck() int64 {
+	if x != nil {
+		return x.LatestAck
+	}
+	return 0
+}
+
+func (x *CheckpointStats) GetDurationMs() int64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+func (x *CheckpointStats) GetFullSize() int64 {
+	if x != nil {
+		return x.FullSize
+	}
+	return 0
+}
+
+func (x *CheckpointStats) GetCheckpointedSize() int64 {
+	if x != nil {
+		return x.CheckpointedSize
+	}
+	return 0
+}
+
+func (x *CheckpointStats) GetSubtasks() int32 {
+	if x != nil {
+		return x.Subtasks
+	}
+	return 0
+}
+
 type FetchArtifactRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Sha256        string                 `protobuf:"bytes,1,opt,name=sha256,proto3" json:"sha256,omitempty"`
@@ -873,7 +1206,7 @@ type FetchArtifactRequest struct {
 
 func (x *FetchArtifactRequest) Reset() {
 	*x = FetchArtifactRequest{}
-	mi := &file_cluster_proto_msgTypes[13]
+	mi := &file_cluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -885,7 +1218,7 @@ func (x *FetchArtifactRequest) String() string {
 func (*FetchArtifactRequest) ProtoMessage() {}
 
 func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[13]
+	mi := &file_cluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -898,7 +1231,7 @@ func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchArtifactRequest.ProtoReflect.Descriptor instead.
 func (*FetchArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{13}
+	return file_cluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FetchArtifactRequest) GetSha256() string {
@@ -917,7 +1250,7 @@ type ArtifactChunk struct {
 
 func (x *ArtifactChunk) Reset() {
 	*x = ArtifactChunk{}
-	mi := &file_cluster_proto_msgTypes[14]
+	mi := &file_cluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -929,7 +1262,7 @@ func (x *ArtifactChunk) String() string {
 func (*ArtifactChunk) ProtoMessage() {}
 
 func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[14]
+	mi := &file_cluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -942,7 +1275,7 @@ func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactChunk.ProtoReflect.Descriptor instead.
 func (*ArtifactChunk) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{14}
+	return file_cluster_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ArtifactChunk) GetData() []byte {
@@ -993,7 +1326,7 @@ type SubmitJobRequest struct {
 
 func (x *SubmitJobRequest) Reset() {
 	*x = SubmitJobRequest{}
-	mi := &file_cluster_proto_msgTypes[15]
+	mi := &file_cluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1005,7 +1338,7 @@ func (x *SubmitJobRequest) String() string {
 func (*SubmitJobRequest) ProtoMessage() {}
 
 func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[15]
+	mi := &file_cluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1018,7 +1351,7 @@ func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{15}
+	return file_cluster_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SubmitJobRequest) GetRegistrationId() string {
@@ -1134,7 +1467,7 @@ type SubmitJobResponse struct {
 
 func (x *SubmitJobResponse) Reset() {
 	*x = SubmitJobResponse{}
-	mi := &file_cluster_proto_msgTypes[16]
+	mi := &file_cluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1146,7 +1479,7 @@ func (x *SubmitJobResponse) String() string {
 func (*SubmitJobResponse) ProtoMessage() {}
 
 func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[16]
+	mi := &file_cluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1159,7 +1492,7 @@ func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobResponse.ProtoReflect.Descriptor instead.
 func (*SubmitJobResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{16}
+	return file_cluster_proto_rawDescGZIP(), []int{18}
 }
 
 type ReportWorkerRequest struct {
@@ -1179,7 +1512,7 @@ type ReportWorkerRequest struct {
 
 func (x *ReportWorkerRequest) Reset() {
 	*x = ReportWorkerRequest{}
-	mi := &file_cluster_proto_msgTypes[17]
+	mi := &file_cluster_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1191,7 +1524,7 @@ func (x *ReportWorkerRequest) String() string {
 func (*ReportWorkerRequest) ProtoMessage() {}
 
 func (x *ReportWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[17]
+	mi := &file_cluster_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1204,7 +1537,7 @@ func (x *ReportWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportWorkerRequest.ProtoReflect.Descriptor instead.
 func (*ReportWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{17}
+	return file_cluster_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReportWorkerRequest) GetResourceId() string {
@@ -1268,7 +1601,7 @@ type ReportWorkerResponse struct {
 
 func (x *ReportWorkerResponse) Reset() {
 	*x = ReportWorkerResponse{}
-	mi := &file_cluster_proto_msgTypes[18]
+	mi := &file_cluster_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1280,7 +1613,7 @@ func (x *ReportWorkerResponse) String() string {
 func (*ReportWorkerResponse) ProtoMessage() {}
 
 func (x *ReportWorkerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[18]
+	mi := &file_cluster_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1293,7 +1626,7 @@ func (x *ReportWorkerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportWorkerResponse.ProtoReflect.Descriptor instead.
 func (*ReportWorkerResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{18}
+	return file_cluster_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReportWorkerResponse) GetComplete() bool {
@@ -1326,7 +1659,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_cluster_proto_msgTypes[19]
+	mi := &file_cluster_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1338,7 +1671,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[19]
+	mi := &file_cluster_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1351,7 +1684,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{19}
+	return file_cluster_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CancelJobRequest) GetJobId() string {
@@ -1390,7 +1723,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_cluster_proto_msgTypes[20]
+	mi := &file_cluster_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1402,7 +1735,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[20]
+	mi := &file_cluster_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1415,7 +1748,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{20}
+	return file_cluster_proto_rawDescGZIP(), []int{22}
 }
 
 type TriggerSavepointRequest struct {
@@ -1435,7 +1768,7 @@ type TriggerSavepointRequest struct {
 
 func (x *TriggerSavepointRequest) Reset() {
 	*x = TriggerSavepointRequest{}
-	mi := &file_cluster_proto_msgTypes[21]
+	mi := &file_cluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1447,7 +1780,7 @@ func (x *TriggerSavepointRequest) String() string {
 func (*TriggerSavepointRequest) ProtoMessage() {}
 
 func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[21]
+	mi := &file_cluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1460,7 +1793,7 @@ func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerSavepointRequest.ProtoReflect.Descriptor instead.
 func (*TriggerSavepointRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{21}
+	return file_cluster_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TriggerSavepointRequest) GetJobId() string {
@@ -1514,7 +1847,7 @@ type TriggerSavepointResponse struct {
 
 func (x *TriggerSavepointResponse) Reset() {
 	*x = TriggerSavepointResponse{}
-	mi := &file_cluster_proto_msgTypes[22]
+	mi := &file_cluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1526,7 +1859,7 @@ func (x *TriggerSavepointResponse) String() string {
 func (*TriggerSavepointResponse) ProtoMessage() {}
 
 func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[22]
+	mi := &file_cluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1539,7 +1872,7 @@ func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerSavepointResponse.ProtoReflect.Descriptor instead.
 func (*TriggerSavepointResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{22}
+	return file_cluster_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TriggerSavepointResponse) GetPath() string {
@@ -1601,7 +1934,7 @@ const file_cluster_proto_rawDesc = "" +
 	"\vleader_term\x18\x03 \x01(\x03R\n" +
 	"leaderTerm\"C\n" +
 	"\x11HeartbeatResponse\x12.\n" +
-	"\x04jobs\x18\x01 \x03(\v2\x1a.weir.cluster.v1.JobStatusR\x04jobs\"\xa6\x02\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x1a.weir.cluster.v1.JobStatusR\x04jobs\"\x99\x03\n" +
 	"\tJobStatus\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
@@ -1611,7 +1944,10 @@ const file_cluster_proto_rawDesc = "" +
 	"\x11latest_checkpoint\x18\x06 \x01(\tR\x10latestCheckpoint\x12\x14\n" +
 	"\x05error\x18\a \x01(\tR\x05error\x12\x1f\n" +
 	"\vleader_term\x18\b \x01(\x03R\n" +
-	"leaderTerm\"\x94\x01\n" +
+	"leaderTerm\x12B\n" +
+	"\vcheckpoints\x18\t \x03(\v2 .weir.cluster.v1.CheckpointStatsR\vcheckpoints\x12-\n" +
+	"\x12failed_checkpoints\x18\n" +
+	" \x01(\x03R\x11failedCheckpoints\"\xd1\x01\n" +
 	"\fVertexStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
@@ -1619,7 +1955,45 @@ const file_cluster_proto_rawDesc = "" +
 	"\n" +
 	"records_in\x18\x04 \x01(\x03R\trecordsIn\x12\x1f\n" +
 	"\vrecords_out\x18\x05 \x01(\x03R\n" +
-	"recordsOut\".\n" +
+	"recordsOut\x12;\n" +
+	"\bsubtasks\x18\x06 \x03(\v2\x1f.weir.cluster.v1.SubtaskMetricsR\bsubtasks\"\x97\a\n" +
+	"\x0eSubtaskMetrics\x12\x18\n" +
+	"\asubtask\x18\x01 \x01(\x05R\asubtask\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1d\n" +
+	"\n" +
+	"records_in\x18\x03 \x01(\x03R\trecordsIn\x12\x1f\n" +
+	"\vrecords_out\x18\x04 \x01(\x03R\n" +
+	"recordsOut\x12\x19\n" +
+	"\bbytes_in\x18\x05 \x01(\x03R\abytesIn\x12\x1b\n" +
+	"\tbytes_out\x18\x06 \x01(\x03R\bbytesOut\x12\x1f\n" +
+	"\vbuffered_in\x18\a \x01(\x03R\n" +
+	"bufferedIn\x12.\n" +
+	"\x13accumulated_busy_ms\x18\b \x01(\x03R\x11accumulatedBusyMs\x12.\n" +
+	"\x13accumulated_idle_ms\x18\t \x01(\x03R\x11accumulatedIdleMs\x12A\n" +
+	"\x1daccumulated_back_pressured_ms\x18\n" +
+	" \x01(\x03R\x1aaccumulatedBackPressuredMs\x121\n" +
+	"\x15records_in_per_second\x18\v \x01(\x01R\x12recordsInPerSecond\x123\n" +
+	"\x16records_out_per_second\x18\f \x01(\x01R\x13recordsOutPerSecond\x12-\n" +
+	"\x13bytes_in_per_second\x18\r \x01(\x01R\x10bytesInPerSecond\x12/\n" +
+	"\x14bytes_out_per_second\x18\x0e \x01(\x01R\x11bytesOutPerSecond\x124\n" +
+	"\x17busy_time_ms_per_second\x18\x0f \x01(\x01R\x13busyTimeMsPerSecond\x124\n" +
+	"\x17idle_time_ms_per_second\x18\x10 \x01(\x01R\x13idleTimeMsPerSecond\x12G\n" +
+	"!back_pressured_time_ms_per_second\x18\x11 \x01(\x01R\x1cbackPressuredTimeMsPerSecond\x12\"\n" +
+	"\rin_pool_usage\x18\x12 \x01(\x01R\vinPoolUsage\x12$\n" +
+	"\x0eout_pool_usage\x18\x13 \x01(\x01R\foutPoolUsage\x12'\n" +
+	"\x0finput_watermark\x18\x14 \x01(\x03R\x0einputWatermark\x12)\n" +
+	"\x10output_watermark\x18\x15 \x01(\x03R\x0foutputWatermark\"\x88\x02\n" +
+	"\x0fCheckpointStats\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12+\n" +
+	"\x11trigger_timestamp\x18\x03 \x01(\x03R\x10triggerTimestamp\x12\x1d\n" +
+	"\n" +
+	"latest_ack\x18\x04 \x01(\x03R\tlatestAck\x12\x1f\n" +
+	"\vduration_ms\x18\x05 \x01(\x03R\n" +
+	"durationMs\x12\x1b\n" +
+	"\tfull_size\x18\x06 \x01(\x03R\bfullSize\x12+\n" +
+	"\x11checkpointed_size\x18\a \x01(\x03R\x10checkpointedSize\x12\x1a\n" +
+	"\bsubtasks\x18\b \x01(\x05R\bsubtasks\".\n" +
 	"\x14FetchArtifactRequest\x12\x16\n" +
 	"\x06sha256\x18\x01 \x01(\tR\x06sha256\"#\n" +
 	"\rArtifactChunk\x12\x12\n" +
@@ -1700,7 +2074,7 @@ func file_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_proto_rawDescData
 }
 
-var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_cluster_proto_goTypes = []any{
 	(*ConfirmCheckpointRequest)(nil),      // 0: weir.cluster.v1.ConfirmCheckpointRequest
 	(*ConfirmCheckpointResponse)(nil),     // 1: weir.cluster.v1.ConfirmCheckpointResponse
@@ -1715,46 +2089,50 @@ var file_cluster_proto_goTypes = []any{
 	(*HeartbeatResponse)(nil),             // 10: weir.cluster.v1.HeartbeatResponse
 	(*JobStatus)(nil),                     // 11: weir.cluster.v1.JobStatus
 	(*VertexStatus)(nil),                  // 12: weir.cluster.v1.VertexStatus
-	(*FetchArtifactRequest)(nil),          // 13: weir.cluster.v1.FetchArtifactRequest
-	(*ArtifactChunk)(nil),                 // 14: weir.cluster.v1.ArtifactChunk
-	(*SubmitJobRequest)(nil),              // 15: weir.cluster.v1.SubmitJobRequest
-	(*SubmitJobResponse)(nil),             // 16: weir.cluster.v1.SubmitJobResponse
-	(*ReportWorkerRequest)(nil),           // 17: weir.cluster.v1.ReportWorkerRequest
-	(*ReportWorkerResponse)(nil),          // 18: weir.cluster.v1.ReportWorkerResponse
-	(*CancelJobRequest)(nil),              // 19: weir.cluster.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),             // 20: weir.cluster.v1.CancelJobResponse
-	(*TriggerSavepointRequest)(nil),       // 21: weir.cluster.v1.TriggerSavepointRequest
-	(*TriggerSavepointResponse)(nil),      // 22: weir.cluster.v1.TriggerSavepointResponse
+	(*SubtaskMetrics)(nil),                // 13: weir.cluster.v1.SubtaskMetrics
+	(*CheckpointStats)(nil),               // 14: weir.cluster.v1.CheckpointStats
+	(*FetchArtifactRequest)(nil),          // 15: weir.cluster.v1.FetchArtifactRequest
+	(*ArtifactChunk)(nil),                 // 16: weir.cluster.v1.ArtifactChunk
+	(*SubmitJobRequest)(nil),              // 17: weir.cluster.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),             // 18: weir.cluster.v1.SubmitJobResponse
+	(*ReportWorkerRequest)(nil),           // 19: weir.cluster.v1.ReportWorkerRequest
+	(*ReportWorkerResponse)(nil),          // 20: weir.cluster.v1.ReportWorkerResponse
+	(*CancelJobRequest)(nil),              // 21: weir.cluster.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),             // 22: weir.cluster.v1.CancelJobResponse
+	(*TriggerSavepointRequest)(nil),       // 23: weir.cluster.v1.TriggerSavepointRequest
+	(*TriggerSavepointResponse)(nil),      // 24: weir.cluster.v1.TriggerSavepointResponse
 }
 var file_cluster_proto_depIdxs = []int32{
 	4,  // 0: weir.cluster.v1.RegisterTaskManagerRequest.hardware:type_name -> weir.cluster.v1.Hardware
 	11, // 1: weir.cluster.v1.HeartbeatResponse.jobs:type_name -> weir.cluster.v1.JobStatus
 	12, // 2: weir.cluster.v1.JobStatus.vertices:type_name -> weir.cluster.v1.VertexStatus
-	5,  // 3: weir.cluster.v1.JobManager.RegisterTaskManager:input_type -> weir.cluster.v1.RegisterTaskManagerRequest
-	7,  // 4: weir.cluster.v1.JobManager.UnregisterTaskManager:input_type -> weir.cluster.v1.UnregisterTaskManagerRequest
-	13, // 5: weir.cluster.v1.JobManager.FetchArtifact:input_type -> weir.cluster.v1.FetchArtifactRequest
-	17, // 6: weir.cluster.v1.JobManager.ReportWorker:input_type -> weir.cluster.v1.ReportWorkerRequest
-	2,  // 7: weir.cluster.v1.JobManager.RequestHeartbeat:input_type -> weir.cluster.v1.RequestHeartbeatRequest
-	0,  // 8: weir.cluster.v1.JobManager.ConfirmCheckpoint:input_type -> weir.cluster.v1.ConfirmCheckpointRequest
-	9,  // 9: weir.cluster.v1.TaskManager.Heartbeat:input_type -> weir.cluster.v1.HeartbeatRequest
-	15, // 10: weir.cluster.v1.TaskManager.SubmitJob:input_type -> weir.cluster.v1.SubmitJobRequest
-	19, // 11: weir.cluster.v1.TaskManager.CancelJob:input_type -> weir.cluster.v1.CancelJobRequest
-	21, // 12: weir.cluster.v1.TaskManager.TriggerSavepoint:input_type -> weir.cluster.v1.TriggerSavepointRequest
-	6,  // 13: weir.cluster.v1.JobManager.RegisterTaskManager:output_type -> weir.cluster.v1.RegisterTaskManagerResponse
-	8,  // 14: weir.cluster.v1.JobManager.UnregisterTaskManager:output_type -> weir.cluster.v1.UnregisterTaskManagerResponse
-	14, // 15: weir.cluster.v1.JobManager.FetchArtifact:output_type -> weir.cluster.v1.ArtifactChunk
-	18, // 16: weir.cluster.v1.JobManager.ReportWorker:output_type -> weir.cluster.v1.ReportWorkerResponse
-	3,  // 17: weir.cluster.v1.JobManager.RequestHeartbeat:output_type -> weir.cluster.v1.RequestHeartbeatResponse
-	1,  // 18: weir.cluster.v1.JobManager.ConfirmCheckpoint:output_type -> weir.cluster.v1.ConfirmCheckpointResponse
-	10, // 19: weir.cluster.v1.TaskManager.Heartbeat:output_type -> weir.cluster.v1.HeartbeatResponse
-	16, // 20: weir.cluster.v1.TaskManager.SubmitJob:output_type -> weir.cluster.v1.SubmitJobResponse
-	20, // 21: weir.cluster.v1.TaskManager.CancelJob:output_type -> weir.cluster.v1.CancelJobResponse
-	22, // 22: weir.cluster.v1.TaskManager.TriggerSavepoint:output_type -> weir.cluster.v1.TriggerSavepointResponse
-	13, // [13:23] is the sub-list for method output_type
-	3,  // [3:13] is the sub-list for method input_type
-	3,  // [3:3] is the sub-list for extension type_name
-	3,  // [3:3] is the sub-list for extension extendee
-	0,  // [0:3] is the sub-list for field type_name
+	14, // 3: weir.cluster.v1.JobStatus.checkpoints:type_name -> weir.cluster.v1.CheckpointStats
+	13, // 4: weir.cluster.v1.VertexStatus.subtasks:type_name -> weir.cluster.v1.SubtaskMetrics
+	5,  // 5: weir.cluster.v1.JobManager.RegisterTaskManager:input_type -> weir.cluster.v1.RegisterTaskManagerRequest
+	7,  // 6: weir.cluster.v1.JobManager.UnregisterTaskManager:input_type -> weir.cluster.v1.UnregisterTaskManagerRequest
+	15, // 7: weir.cluster.v1.JobManager.FetchArtifact:input_type -> weir.cluster.v1.FetchArtifactRequest
+	19, // 8: weir.cluster.v1.JobManager.ReportWorker:input_type -> weir.cluster.v1.ReportWorkerRequest
+	2,  // 9: weir.cluster.v1.JobManager.RequestHeartbeat:input_type -> weir.cluster.v1.RequestHeartbeatRequest
+	0,  // 10: weir.cluster.v1.JobManager.ConfirmCheckpoint:input_type -> weir.cluster.v1.ConfirmCheckpointRequest
+	9,  // 11: weir.cluster.v1.TaskManager.Heartbeat:input_type -> weir.cluster.v1.HeartbeatRequest
+	17, // 12: weir.cluster.v1.TaskManager.SubmitJob:input_type -> weir.cluster.v1.SubmitJobRequest
+	21, // 13: weir.cluster.v1.TaskManager.CancelJob:input_type -> weir.cluster.v1.CancelJobRequest
+	23, // 14: weir.cluster.v1.TaskManager.TriggerSavepoint:input_type -> weir.cluster.v1.TriggerSavepointRequest
+	6,  // 15: weir.cluster.v1.JobManager.RegisterTaskManager:output_type -> weir.cluster.v1.RegisterTaskManagerResponse
+	8,  // 16: weir.cluster.v1.JobManager.UnregisterTaskManager:output_type -> weir.cluster.v1.UnregisterTaskManagerResponse
+	16, // 17: weir.cluster.v1.JobManager.FetchArtifact:output_type -> weir.cluster.v1.ArtifactChunk
+	20, // 18: weir.cluster.v1.JobManager.ReportWorker:output_type -> weir.cluster.v1.ReportWorkerResponse
+	3,  // 19: weir.cluster.v1.JobManager.RequestHeartbeat:output_type -> weir.cluster.v1.RequestHeartbeatResponse
+	1,  // 20: weir.cluster.v1.JobManager.ConfirmCheckpoint:output_type -> weir.cluster.v1.ConfirmCheckpointResponse
+	10, // 21: weir.cluster.v1.TaskManager.Heartbeat:output_type -> weir.cluster.v1.HeartbeatResponse
+	18, // 22: weir.cluster.v1.TaskManager.SubmitJob:output_type -> weir.cluster.v1.SubmitJobResponse
+	22, // 23: weir.cluster.v1.TaskManager.CancelJob:output_type -> weir.cluster.v1.CancelJobResponse
+	24, // 24: weir.cluster.v1.TaskManager.TriggerSavepoint:output_type -> weir.cluster.v1.TriggerSavepointResponse
+	15, // [15:25] is the sub-list for method output_type
+	5,  // [5:15] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_cluster_proto_init() }
@@ -1768,7 +2146,7 @@ func file_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_proto_rawDesc), len(file_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -1,0 +1,492 @@
+package cluster
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"path"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weirproject/weir/internal/runtime"
+)
+
+// The metric parts of Flink's monitoring API: a job's vertices with their
+// subtasks, back pressure, watermarks and metrics, and its checkpoint
+// statistics, from what the workers report with their TaskManagers'
+// heartbeats (stream/worker.go samples the task counters; rates cover
+// about the last second).
+
+// aggregateSubtasksLocked collects the subtask metrics of the current
+// attempt's workers and merges their checkpoint histories into the job's.
+func (j *job) aggregateSubtasksLocked() {
+	if j.subtaskMetrics == nil {
+		j.subtaskMetrics = make(map[string][]SubtaskMetricsJSON, len(j.vertices))
+		for _, v := range j.vertices {
+			j.subtaskMetrics[v.ID] = make([]SubtaskMetricsJSON, v.Parallelism)
+		}
+	}
+	failed := 0
+	for _, w := range j.workers {
+		for _, v := range w.status.GetVertices() {
+			subtasks := j.subtaskMetrics[v.GetId()]
+			for _, p := range v.GetSubtasks() {
+				if i := int(p.GetSubtask()); i >= 0 && i < len(subtasks) {
+					subtasks[i] = subtaskMetricsFromProto(p)
+				}
+			}
+		}
+		failed = max(failed, int(w.status.GetFailedCheckpoints()))
+		for _, c := range w.status.GetCheckpoints() {
+			j.addCheckpointLocked(checkpointStatsFromProto(c))
+		}
+	}
+	j.ckFailedAttempt = failed
+	for i := range j.vertices {
+		v := &j.vertices[i]
+		m := &v.Metrics
+		m.ReadBytes, m.WriteBytes = 0, 0
+		complete := true
+		for _, s := range j.subtaskMetrics[v.ID] {
+			m.ReadBytes += s.BytesIn
+			m.WriteBytes += s.BytesOut
+			complete = complete && s.State != ""
+		}
+		m.ReadBytesComplete, m.WriteBytesComplete = complete, complete
+		m.ReadRecordsComplete, m.WriteRecordsComplete = complete, complete
+	}
+}
+
+// addCheckpointLocked adds a completed checkpoint to the history unless
+// it is there already.
+func (j *job) addCheckpointLocked(c CheckpointStatsJSON) {
+	i, found := slices.BinarySearchFunc(j.ckHistory, c.ID, func(e CheckpointStatsJSON, id int64) int {
+		return int(e.ID - id)
+	})
+	if found {
+		return
+	}
+	j.ckHistory = slices.Insert(j.ckHistory, i, c)
+	if n := len(j.ckHistory) - maxCheckpointHistory; n > 0 {
+		j.ckHistory = slices.Clone(j.ckHistory[n:])
+	}
+}
+
+// newRestoredCheckpoint describes a restore from path: a checkpoint's
+// chk-<n> directory, or a savepoint.
+func newRestoredCheckpoint(p string, at time.Time) *restoredCheckpoint {
+	r := &restoredCheckpoint{path: p, at: at, savepoint: true}
+	base := path.Base(strings.TrimRight(p, "/"))
+	if n, ok := strings.CutPrefix(base, "chk-"); ok {
+		if id, err := strconv.ParseInt(n, 10, 64); err == nil {
+			r.id, r.savepoint = id, false
+		}
+	}
+	return r
+}
+
+// vertexLocked finds the job's vertex vid.
+func (j *job) vertexLocked(vid string) (JobVertexJSON, int, bool) {
+	for i, v := range j.vertices {
+		if v.ID == vid {
+			return v, i, true
+		}
+	}
+	return JobVertexJSON{}, 0, false
+}
+
+// subtaskStatusLocked is the execution state of a subtask: what its
+// worker reported, or what the job's state implies before that.
+func (j *job) subtaskStatusLocked(m SubtaskMetricsJSON) string {
+	if m.State != "" {
+		return m.State
+	}
+	switch j.state {
+	case JobFinished, JobFailed, JobCanceled:
+		return j.state
+	case JobCancelling:
+		return "CANCELING"
+	case JobRunning:
+		return "DEPLOYING"
+	}
+	return "CREATED"
+}
+
+// SubtaskAttemptJSON is one subtask in GET /jobs/{id}/vertices/{vid}
+// (Flink's SubtaskExecutionAttemptDetailsInfo).
+type SubtaskAttemptJSON struct {
+	Subtask       int           `json:"subtask"`
+	Status        string        `json:"status"`
+	Attempt       int           `json:"attempt"`
+	Host          string        `json:"host"`
+	StartTime     int64         `json:"start-time"`
+	EndTime       int64         `json:"end-time"`
+	Duration      int64         `json:"duration"`
+	Metrics       IOMetricsJSON `json:"metrics"`
+	TaskManagerID string        `json:"taskmanager-id"`
+	// StartTimeCompat is Flink's deprecated duplicate of StartTime.
+	StartTimeCompat int64 `json:"start_time"`
+}
+
+// IOMetricsJSON is Flink's IOMetricsInfo: a subtask's or vertex's
+// records and network bytes.
+type IOMetricsJSON struct {
+	ReadBytes            int64 `json:"read-bytes"`
+	ReadBytesComplete    bool  `json:"read-bytes-complete"`
+	WriteBytes           int64 `json:"write-bytes"`
+	WriteBytesComplete   bool  `json:"write-bytes-complete"`
+	ReadRecords          int64 `json:"read-records"`
+	ReadRecordsComplete  bool  `json:"read-records-complete"`
+	WriteRecords         int64 `json:"write-records"`
+	WriteRecordsComplete bool  `json:"write-records-complete"`
+}
+
+// JobVertexDetailsJSON is the answer of GET /jobs/{id}/vertices/{vid}.
+type JobVertexDetailsJSON struct {
+	ID             string               `json:"id"`
+	Name           string               `json:"name"`
+	Parallelism    int                  `json:"parallelism"`
+	MaxParallelism int                  `json:"maxParallelism"`
+	Now            int64                `json:"now"`
+	Subtasks       []SubtaskAttemptJSON `json:"subtasks"`
+}
+
+func (j *job) vertexDetailsLocked(v JobVertexJSON, index int, now time.Time) JobVertexDetailsJSON {
+	out := JobVertexDetailsJSON{ID: v.ID, Name: v.Name, Parallelism: v.Parallelism, MaxParallelism: j.plan.Vertices[index].MaxParallelism,
+		Now: now.UnixMilli(), Subtasks: []SubtaskAttemptJSON{}}
+	start, end := j.attemptStart, now
+	if !j.end.IsZero() {
+		end = j.end
+	}
+	for i := range v.Parallelism {
+		var m SubtaskMetricsJSON
+		if ms := j.subtaskMetrics[v.ID]; i < len(ms) {
+			m = ms[i]
+		}
+		s := SubtaskAttemptJSON{Subtask: i, Status: j.subtaskStatusLocked(m), Attempt: max(0, j.attempt-1),
+			StartTime: start.UnixMilli(), EndTime: -1, Duration: end.Sub(start).Milliseconds(),
+			Metrics: IOMetricsJSON{ReadBytes: m.BytesIn, WriteBytes: m.BytesOut, ReadRecords: m.RecordsIn, WriteRecords: m.RecordsOut,
+				ReadBytesComplete: m.State != "", WriteBytesComplete: m.State != "", ReadRecordsComplete: m.State != "", WriteRecordsComplete: m.State != ""}}
+		if start.IsZero() {
+			s.StartTime, s.Duration = -1, -1
+		}
+		if !j.end.IsZero() {
+			s.EndTime = j.end.UnixMilli()
+		}
+		s.StartTimeCompat = s.StartTime
+		if i < len(v.Subtasks) {
+			s.Host, s.TaskManagerID = v.Subtasks[i].TaskManagerAddress, v.Subtasks[i].TaskManager
+		}
+		out.Subtasks = append(out.Subtasks, s)
+	}
+	return out
+}
+
+func (jm *JobManager) handleVertex(w http.ResponseWriter, r *http.Request) {
+	jm.withVertex(w, r, func(j *job, v JobVertexJSON, index int) any {
+		return j.vertexDetailsLocked(v, index, time.Now())
+	})
+}
+
+// withVertex calls f with the job and vertex of the request under the
+// dispatcher's lock, or answers 404.
+func (jm *JobManager) withVertex(w http.ResponseWriter, r *http.Request, f func(j *job, v JobVertexJSON, index int) any) {
+	jm.withJob(w, r, func(j *job) any {
+		vid := r.PathValue("vid")
+		v, i, ok := j.vertexLocked(vid)
+		if !ok {
+			return restError{http.StatusNotFound, fmt.Sprintf("vertex %s not found in job %s", vid, j.id)}
+		}
+		return f(j, v, i)
+	})
+}
+
+// BackPressureJSON is the answer of GET /jobs/{id}/vertices/{vid}/backpressure
+// (Flink's JobVertexBackPressureInfo). Flink since 1.13 derives it from
+// backPressuredTimeMsPerSecond, as weir does: ratio is that time over a
+// second.
+type BackPressureJSON struct {
+	Status       string                    `json:"status"`
+	Level        string                    `json:"backpressure-level"`
+	EndTimestamp int64                     `json:"end-timestamp"`
+	Subtasks     []SubtaskBackPressureJSON `json:"subtasks"`
+}
+
+// SubtaskBackPressureJSON is one subtask of BackPressureJSON.
+type SubtaskBackPressureJSON struct {
+	Subtask   int     `json:"subtask"`
+	Level     string  `json:"backpressure-level"`
+	Ratio     float64 `json:"ratio"`
+	IdleRatio float64 `json:"idleRatio"`
+	BusyRatio float64 `json:"busyRatio"`
+}
+
+// backPressureLevel is Flink's classification of a back pressure ratio.
+func backPressureLevel(ratio float64) string {
+	switch {
+	case ratio <= 0.10:
+		return "ok"
+	case ratio <= 0.5:
+		return "low"
+	}
+	return "high"
+}
+
+func (jm *JobManager) handleBackPressure(w http.ResponseWriter, r *http.Request) {
+	jm.withVertex(w, r, func(j *job, v JobVertexJSON, _ int) any {
+		out := BackPressureJSON{Status: "ok", EndTimestamp: time.Now().UnixMilli(), Subtasks: []SubtaskBackPressureJSON{}}
+		worst := 0.0
+		for i, m := range j.subtaskMetrics[v.ID] {
+			ratio := m.BackPressuredTimeMsPerSecond / 1000
+			worst = max(worst, ratio)
+			out.Subtasks = append(out.Subtasks, SubtaskBackPressureJSON{Subtask: i, Level: backPressureLevel(ratio), Ratio: ratio,
+				IdleRatio: m.IdleTimeMsPerSecond / 1000, BusyRatio: m.BusyTimeMsPerSecond / 1000})
+		}
+		out.Level = backPressureLevel(worst)
+		return out
+	})
+}
+
+// MetricJSON is one metric of Flink's MetricCollectionResponseBody,
+// which Flink writes as a bare JSON array of these. Value is absent when
+// only the available metric names are listed.
+type MetricJSON struct {
+	ID    string  `json:"id"`
+	Value *string `json:"value,omitempty"`
+}
+
+// subtaskMetricValues lists a subtask's metrics under Flink's names.
+func subtaskMetricValues(m SubtaskMetricsJSON, now time.Time) []struct {
+	name  string
+	value string
+} {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	i := func(v int64) string { return strconv.FormatInt(v, 10) }
+	out := []struct{ name, value string }{
+		{"numRecordsIn", i(m.RecordsIn)},
+		{"numRecordsOut", i(m.RecordsOut)},
+		{"numBytesIn", i(m.BytesIn)},
+		{"numBytesOut", i(m.BytesOut)},
+		{"numRecordsInPerSecond", f(m.RecordsInPerSecond)},
+		{"numRecordsOutPerSecond", f(m.RecordsOutPerSecond)},
+		{"numBytesInPerSecond", f(m.BytesInPerSecond)},
+		{"numBytesOutPerSecond", f(m.BytesOutPerSecond)},
+		{"busyTimeMsPerSecond", f(m.BusyTimeMsPerSecond)},
+		{"idleTimeMsPerSecond", f(m.IdleTimeMsPerSecond)},
+		{"backPressuredTimeMsPerSecond", f(m.BackPressuredTimeMsPerSecond)},
+		{"accumulateBusyTimeMs", i(m.AccumulatedBusyMs)},
+		{"accumulateIdleTimeMs", i(m.AccumulatedIdleMs)},
+		{"accumulateBackPressuredTimeMs", i(m.AccumulatedBackPressuredMs)},
+		{"buffers.inPoolUsage", f(m.InPoolUsage)},
+		{"buffers.outPoolUsage", f(m.OutPoolUsage)},
+		{"buffers.inputQueueLength", i(m.BufferedIn)},
+		{"currentInputWatermark", i(m.InputWatermark)},
+		{"currentOutputWatermark", i(m.OutputWatermark)},
+	}
+	if m.OutputWatermark != runtime.NoTimestamp && m.OutputWatermark != math.MaxInt64 {
+		// How far event time is behind the wall clock at this subtask.
+		out = append(out, struct{ name, value string }{"watermarkLag", i(now.UnixMilli() - m.OutputWatermark)})
+	}
+	return out
+}
+
+// vertexMetricsLocked lists "<subtask>.<name>" metrics of a vertex that
+// keep says to keep.
+func (j *job) vertexMetricsLocked(v JobVertexJSON, keep func(name string) bool) []MetricJSON {
+	out := []MetricJSON{}
+	now := time.Now()
+	for s, m := range j.subtaskMetrics[v.ID] {
+		if m.State == "" {
+			continue // not reported yet
+		}
+		for _, mv := range subtaskMetricValues(m, now) {
+			if keep(mv.name) {
+				value := mv.value
+				out = append(out, MetricJSON{ID: fmt.Sprintf("%d.%s", s, mv.name), Value: &value})
+			}
+		}
+	}
+	return out
+}
+
+func (jm *JobManager) handleWatermarks(w http.ResponseWriter, r *http.Request) {
+	jm.withVertex(w, r, func(j *job, v JobVertexJSON, _ int) any {
+		return j.vertexMetricsLocked(v, func(name string) bool { return name == "currentInputWatermark" })
+	})
+}
+
+// handleVertexMetrics is Flink's GET /jobs/{id}/vertices/{vid}/metrics:
+// without ?get the names of the available metrics, with
+// ?get=a,b,... their values.
+func (jm *JobManager) handleVertexMetrics(w http.ResponseWriter, r *http.Request) {
+	get := r.URL.Query().Get("get")
+	wanted := map[string]bool{}
+	for _, g := range strings.Split(get, ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			wanted[g] = true
+		}
+	}
+	jm.withVertex(w, r, func(j *job, v JobVertexJSON, _ int) any {
+		all := j.vertexMetricsLocked(v, func(string) bool { return true })
+		if get == "" {
+			for i := range all {
+				all[i].Value = nil
+			}
+			return all
+		}
+		out := []MetricJSON{}
+		for _, m := range all {
+			if wanted[m.ID] {
+				out = append(out, m)
+			}
+		}
+		return out
+	})
+}
+
+// Flink's CheckpointingStatistics (GET /jobs/{id}/checkpoints).
+type CheckpointingStatisticsJSON struct {
+	Counts struct {
+		Restored   int64 `json:"restored"`
+		Total      int64 `json:"total"`
+		InProgress int   `json:"in_progress"`
+		Completed  int64 `json:"completed"`
+		Failed     int64 `json:"failed"`
+	} `json:"counts"`
+	Summary CheckpointSummaryJSON `json:"summary"`
+	Latest  struct {
+		Completed *CheckpointStatisticsJSON `json:"completed"`
+		Savepoint *CheckpointStatisticsJSON `json:"savepoint"`
+		Failed    *CheckpointStatisticsJSON `json:"failed"`
+		Restored  *RestoredCheckpointJSON   `json:"restored"`
+	} `json:"latest"`
+	History []CheckpointStatisticsJSON `json:"history"`
+}
+
+// CheckpointSummaryJSON summarizes the completed checkpoints in the
+// history (Flink's CheckpointingStatistics.Summary).
+type CheckpointSummaryJSON struct {
+	CheckpointedSize  StatsSummaryJSON `json:"checkpointed_size"`
+	StateSize         StatsSummaryJSON `json:"state_size"`
+	EndToEndDuration  StatsSummaryJSON `json:"end_to_end_duration"`
+	AlignmentBuffered StatsSummaryJSON `json:"alignment_buffered"`
+	ProcessedData     StatsSummaryJSON `json:"processed_data"`
+	PersistedData     StatsSummaryJSON `json:"persisted_data"`
+}
+
+// StatsSummaryJSON is Flink's StatsSummaryDto.
+type StatsSummaryJSON struct {
+	Min  int64   `json:"min"`
+	Max  int64   `json:"max"`
+	Avg  int64   `json:"avg"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
+}
+
+func statsSummary(values []int64) StatsSummaryJSON {
+	if len(values) == 0 {
+		return StatsSummaryJSON{}
+	}
+	v := slices.Clone(values)
+	sort.Slice(v, func(a, b int) bool { return v[a] < v[b] })
+	sum := int64(0)
+	for _, x := range v {
+		sum += x
+	}
+	// Nearest rank: the smallest value with at least p of the values at
+	// or below it.
+	q := func(p float64) float64 {
+		return float64(v[max(0, int(math.Ceil(p*float64(len(v))))-1)])
+	}
+	return StatsSummaryJSON{Min: v[0], Max: v[len(v)-1], Avg: sum / int64(len(v)),
+		P50: q(0.5), P90: q(0.9), P95: q(0.95), P99: q(0.99), P999: q(0.999)}
+}
+
+// CheckpointStatisticsJSON is one checkpoint of the history (Flink's
+// CompletedCheckpointStatistics, "clazz": "completed").
+type CheckpointStatisticsJSON struct {
+	ID                 int64  `json:"id"`
+	Status             string `json:"status"`
+	IsSavepoint        bool   `json:"is_savepoint"`
+	TriggerTimestamp   int64  `json:"trigger_timestamp"`
+	LatestAckTimestamp int64  `json:"latest_ack_timestamp"`
+	// StateSize is what the checkpoint wrote (Flink keeps the old name
+	// for its checkpointed size); CheckpointedSize the same, and
+	// FullStateSize everything it references (weir's own field).
+	StateSize         int64          `json:"state_size"`
+	CheckpointedSize  int64          `json:"checkpointed_size"`
+	FullStateSize     int64          `json:"full_state_size"`
+	EndToEndDuration  int64          `json:"end_to_end_duration"`
+	AlignmentBuffered int64          `json:"alignment_buffered"`
+	ProcessedData     int64          `json:"processed_data"`
+	PersistedData     int64          `json:"persisted_data"`
+	NumSubtasks       int            `json:"num_subtasks"`
+	NumAckSubtasks    int            `json:"num_acknowledged_subtasks"`
+	CheckpointType    string         `json:"checkpoint_type"`
+	Tasks             map[string]any `json:"tasks"`
+	ExternalPath      string         `json:"external_path,omitempty"`
+	Discarded         bool           `json:"discarded"`
+	Clazz             string         `json:"clazz"`
+}
+
+// RestoredCheckpointJSON is Flink's RestoredCheckpointStatistics.
+type RestoredCheckpointJSON struct {
+	ID               int64  `json:"id"`
+	RestoreTimestamp int64  `json:"restore_timestamp"`
+	IsSavepoint      bool   `json:"is_savepoint"`
+	ExternalPath     string `json:"external_path"`
+}
+
+func (j *job) checkpointingLocked() CheckpointingStatisticsJSON {
+	var out CheckpointingStatisticsJSON
+	out.Counts.Completed = int64(j.baseChk + j.attemptChk)
+	out.Counts.Failed = int64(j.ckFailed + j.ckFailedAttempt)
+	out.Counts.Total = out.Counts.Completed + out.Counts.Failed
+	if j.restored != nil {
+		out.Counts.Restored = 1
+		if j.restarts > 0 {
+			out.Counts.Restored = int64(j.restarts)
+		}
+		out.Latest.Restored = &RestoredCheckpointJSON{ID: j.restored.id, RestoreTimestamp: j.restored.at.UnixMilli(),
+			IsSavepoint: j.restored.savepoint, ExternalPath: j.restored.path}
+	}
+	out.History = []CheckpointStatisticsJSON{}
+	var sizes, full, durations []int64
+	for i := len(j.ckHistory) - 1; i >= 0; i-- {
+		c := j.ckHistory[i]
+		out.History = append(out.History, CheckpointStatisticsJSON{
+			ID: c.ID, Status: "COMPLETED", TriggerTimestamp: c.TriggerTimestamp, LatestAckTimestamp: c.LatestAck,
+			StateSize: c.CheckpointedSize, CheckpointedSize: c.CheckpointedSize, FullStateSize: c.FullSize,
+			EndToEndDuration: c.DurationMs, NumSubtasks: c.Subtasks, NumAckSubtasks: c.Subtasks,
+			CheckpointType: "CHECKPOINT", Tasks: map[string]any{}, ExternalPath: c.Path, Clazz: "completed",
+			// A checkpoint older than the retained ones was deleted.
+			Discarded: c.Path != "" && c.Path != j.latest && i < len(j.ckHistory)-1,
+		})
+		sizes = append(sizes, c.CheckpointedSize)
+		full = append(full, c.FullSize)
+		durations = append(durations, c.DurationMs)
+	}
+	if len(out.History) > 0 {
+		latest := out.History[0]
+		out.Latest.Completed = &latest
+	}
+	if j.latest != "" && (out.Latest.Completed == nil || out.Latest.Completed.ExternalPath != j.latest) {
+		// The JobManager confirmed a checkpoint before a heartbeat brought
+		// its statistics: the confirmed one is the latest.
+		out.Latest.Completed = &CheckpointStatisticsJSON{ID: j.confirmedID, Status: "COMPLETED", CheckpointType: "CHECKPOINT",
+			Tasks: map[string]any{}, ExternalPath: j.latest, Clazz: "completed"}
+	}
+	out.Summary = CheckpointSummaryJSON{CheckpointedSize: statsSummary(sizes), StateSize: statsSummary(full),
+		EndToEndDuration: statsSummary(durations)}
+	return out
+}
+
+func (jm *JobManager) handleCheckpointing(w http.ResponseWriter, r *http.Request) {
+	jm.withJob(w, r, func(j *job) any { return j.checkpointingLocked() })
+}
