@@ -153,7 +153,7 @@ type WorkerStatus struct {
 	// coordinated, oldest first; FailedCheckpoints counts the failed ones.
 	Checkpoints       []cluster.CheckpointStatsJSON `json:"checkpoints,omitempty"`
 	FailedCheckpoints int                           `json:"failedCheckpoints"`
-	Error                string               `json:"error,omitempty"`
+	Error             string                        `json:"error,omitempty"`
 	// Control is the host:port of the worker's control endpoint:
 	// POST /savepoint with {"dir", "stop", "drain"} answers {"path"} or
 	// {"error"}, and needs "Authorization: Bearer $WEIR_WORKER_TOKEN".

@@ -306,7 +306,7 @@ type job struct {
 	// ckHistory holds the latest completed checkpoints of all attempts,
 	// oldest first; ckFailed counts the failed checkpoints of earlier
 	// attempts and ckFailedAttempt those of the current one.
-	ckHistory               []CheckpointStatsJSON
+	ckHistory                 []CheckpointStatsJSON
 	ckFailed, ckFailedAttempt int
 	// restored is the checkpoint or savepoint the current attempt
 	// started from, if any.

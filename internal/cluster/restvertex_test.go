@@ -130,4 +130,3 @@ func TestFlinkVertexAndCheckpointAPI(t *testing.T) {
 		}
 	}
 }
-
