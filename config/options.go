@@ -125,6 +125,11 @@ var (
 		"Interface the JobManager's RPC server and REST API listen on. "+
 			"Any address other than a loopback one (0.0.0.0 listens on all interfaces) requires security.token.")
 
+	PrometheusPort = stringOption("metrics.reporter.prom.port", "",
+		"Port, or range of ports (9249-9260: the first free one), on which the JobManager and every TaskManager serve "+
+			"their metrics in Prometheus's text format at /metrics, with Flink's names prefixed weir_ and Flink's scope labels. "+
+			"Empty: no Prometheus endpoint besides the JobManager's /metrics on its REST port. They listen on the process's bind host.")
+
 	RESTAddress = stringOption("rest.address", "127.0.0.1",
 		"Host of the JobManager's REST API, which the weir command line dials together with rest.port.")
 

@@ -143,12 +143,15 @@ const workerStatusInterval = 200 * time.Millisecond
 
 // WorkerStatus is the content of a worker's status file.
 type WorkerStatus struct {
-	JobID string `json:"jobId"`
+	JobID   string `json:"jobId"`
+	JobName string `json:"jobName"`
 	// State is RUNNING, FINISHED, FAILED or CANCELED.
 	State                string               `json:"state"`
 	Vertices             []WorkerVertexStatus `json:"vertices"`
 	CompletedCheckpoints int                  `json:"completedCheckpoints"`
 	LatestCheckpoint     string               `json:"latestCheckpoint,omitempty"`
+	// Process measures the worker process itself.
+	Process *cluster.ProcessMetricsJSON `json:"process,omitempty"`
 	// Checkpoints are the latest completed checkpoints this worker
 	// coordinated, oldest first; FailedCheckpoints counts the failed ones.
 	Checkpoints       []cluster.CheckpointStatsJSON `json:"checkpoints,omitempty"`
@@ -478,6 +481,7 @@ func (w *worker) wait(jc *JobClient) error {
 func (w *worker) write(state string, jobErr error) {
 	st := WorkerStatus{
 		JobID:                w.jobID,
+		JobName:              w.jc.Graph.JobName,
 		State:                state,
 		CompletedCheckpoints: w.jc.CompletedCheckpoints(),
 		LatestCheckpoint:     w.jc.LatestCheckpoint(),
@@ -510,6 +514,8 @@ func (w *worker) write(state string, jobErr error) {
 		}
 	}
 	st.FailedCheckpoints = w.jc.job.FailedCheckpoints()
+	process := cluster.ReadProcessMetrics()
+	st.Process = &process
 	if h := w.jc.CheckpointHistory(); len(h) > 0 {
 		st.Checkpoints = cluster.CheckpointStatsOf(h[max(0, len(h)-maxReportedCheckpoints):])
 	}

@@ -61,6 +61,10 @@ type JobManagerOptions struct {
 	// Reactive sizes every job by the free slots (scheduler-mode:
 	// reactive) and rescales it when TaskManagers join.
 	Reactive bool
+	// PrometheusPort is metrics.reporter.prom.port: a port or range on
+	// which the JobManager serves its metrics too; "" = only on the REST
+	// port.
+	PrometheusPort string
 }
 
 func (o *JobManagerOptions) validate() error {
@@ -101,6 +105,7 @@ type JobManager struct {
 	rpcLn      net.Listener
 	restServer *http.Server
 	restLn     net.Listener
+	stopProm   func() // the Prometheus endpoint's, when it has one
 	dialOpts   []grpc.DialOption
 
 	ctx    context.Context // cancelled by Close; parents the heartbeat loops
@@ -182,6 +187,17 @@ func StartJobManager(opts JobManagerOptions) (*JobManager, error) {
 		jm.rpcLn.Close()
 		jm.removeTempDir()
 		return nil, fmt.Errorf("REST server: %w", err)
+	}
+	if opts.PrometheusPort != "" {
+		ln, err := listenPrometheus(opts.BindHost, opts.PrometheusPort)
+		if err != nil {
+			jm.rpcLn.Close()
+			jm.restLn.Close()
+			jm.removeTempDir()
+			return nil, err
+		}
+		jm.stopProm = servePrometheus(ln, jm.metrics.registry, jm.log)
+		jm.log.Info("prometheus metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	}
 	jm.rpcServer = grpc.NewServer(serverOpts...)
 	rpcpb.RegisterJobManagerServer(jm.rpcServer, &jmService{jm: jm})
@@ -291,6 +307,9 @@ func (jm *JobManager) Close() error {
 			jm.restServer.Close()
 		}
 		cancel()
+		if jm.stopProm != nil {
+			jm.stopProm()
+		}
 		jm.wg.Wait()
 		jm.resign()
 		jm.removeTempDir()

@@ -52,6 +52,7 @@ func newJMMetrics(pool *SlotPool, d *dispatcher) *jmMetrics {
 			running, _, _, _ := d.counts()
 			return float64(running)
 		}),
+		jobCollector{d},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

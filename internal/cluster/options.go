@@ -38,6 +38,7 @@ func JobManagerOptionsFrom(cfg *config.Configuration) JobManagerOptions {
 		WorkingDir:           config.ProcessWorkingDir.Get(cfg),
 		AdvertisedHost:       advertisedJobManagerHost(cfg),
 		Reactive:             config.SchedulerMode.Get(cfg) == config.SchedulerModeReactive,
+		PrometheusPort:       config.PrometheusPort.Get(cfg),
 	}
 }
 
@@ -66,6 +67,7 @@ func TaskManagerOptionsFrom(cfg *config.Configuration) TaskManagerOptions {
 		RPCTimeout:          config.RPCTimeout.Get(cfg),
 		Security:            SecurityFrom(cfg),
 		WorkingDir:          config.ProcessWorkingDir.Get(cfg),
+		PrometheusPort:      config.PrometheusPort.Get(cfg),
 	}
 }
 

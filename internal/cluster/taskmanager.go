@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -45,6 +47,9 @@ type TaskManagerOptions struct {
 	// highly available cluster instead of JobManagerAddress, and follows
 	// a change of leader. The caller opens and closes the services.
 	HA *ha.Services
+	// PrometheusPort is metrics.reporter.prom.port: a port or range on
+	// which the TaskManager serves its and its tasks' metrics; "" = none.
+	PrometheusPort string
 }
 
 // TaskManager offers slots to a JobManager. This slice of it registers,
@@ -198,6 +203,14 @@ func (tm *TaskManager) ResourceID() string { return tm.opts.ResourceID }
 // lost the JobManager, or when the JobManager refuses it for good (a wrong
 // token). Run may be called once.
 func (tm *TaskManager) Run(ctx context.Context) error {
+	if tm.opts.PrometheusPort != "" {
+		ln, err := listenPrometheus(tm.opts.BindHost, tm.opts.PrometheusPort)
+		if err != nil {
+			return err
+		}
+		defer servePrometheus(ln, tm.registry(), tm.log)()
+		tm.log.Info("prometheus metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -409,4 +422,20 @@ func minTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// registry holds the TaskManager's metrics: its process, its slots and
+// its workers' tasks.
+func (tm *TaskManager) registry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "weir_taskmanager_Status_TaskSlots_total", Help: "Task slots the TaskManager offers.",
+			ConstLabels: prometheus.Labels{"tm_id": tm.opts.ResourceID},
+		}, func() float64 { return float64(tm.opts.Slots) }),
+		taskCollector{tm},
+	)
+	return reg
 }

@@ -85,6 +85,7 @@ type peersFile struct {
 
 // workerStatus is a worker's status file (stream.WorkerStatus).
 type workerStatus struct {
+	JobName  string `json:"jobName"`
 	State    string `json:"state"`
 	Vertices []struct {
 		ID          string               `json:"id"`
@@ -97,6 +98,7 @@ type workerStatus struct {
 	CompletedCheckpoints int                   `json:"completedCheckpoints"`
 	LatestCheckpoint     string                `json:"latestCheckpoint"`
 	Checkpoints          []CheckpointStatsJSON `json:"checkpoints"`
+	Process              *ProcessMetricsJSON   `json:"process"`
 	FailedCheckpoints    int                   `json:"failedCheckpoints"`
 	Error                string                `json:"error"`
 	Control              string                `json:"control"`
@@ -662,6 +664,17 @@ func (s *tmService) TriggerSavepoint(ctx context.Context, req *rpcpb.TriggerSave
 
 // statuses returns what the next heartbeat answer reports, and forgets
 // attempts that ended long enough ago.
+// snapshot lists the attempts.
+func (w *workers) snapshot() []*workerAttempt {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]*workerAttempt, 0, len(w.attempts))
+	for _, a := range w.attempts {
+		out = append(out, a)
+	}
+	return out
+}
+
 func (w *workers) statuses() []*rpcpb.JobStatus {
 	w.mu.Lock()
 	defer w.mu.Unlock()

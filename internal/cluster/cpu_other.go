@@ -1,0 +1,5 @@
+//go:build !unix
+
+package cluster
+
+func processCPUSeconds() float64 { return -1 }
