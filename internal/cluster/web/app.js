@@ -416,7 +416,7 @@ function layout(nodes) {
   for (const n of nodes) depth(n, new Set());
   const layers = [];
   for (const n of nodes) (layers[layer.get(n.id)] = layers[layer.get(n.id)] || []).push(n);
-  const W = 230, H = 92, GX = 80, GY = 26, PAD = 20;
+  const W = 250, H = 100, GX = 80, GY = 26, PAD = 20;
   const pos = new Map();
   const tallest = Math.max(...layers.map((l) => l.length));
   layers.forEach((l, x) => {
@@ -468,11 +468,11 @@ function drawDAG(container, jid, plan) {
     g.appendChild(svgEl('title', {}, name + '\n' + (n.description || '').replace(/<br\/>/g, '\n').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')));
     g.appendChild(svgEl('rect', { class: 'box', width: L.W, height: L.H, rx: 4 }));
     g.appendChild(svgEl('rect', { class: 'bp', width: 6, height: L.H, rx: 2 }));
-    g.appendChild(svgEl('text', { class: 'v-name', x: 14, y: 20 }, short(name, 30)));
-    g.appendChild(svgEl('text', { class: 'v-small v-par', x: 14, y: 38 }, 'Parallelism: ' + n.parallelism));
-    g.appendChild(svgEl('text', { class: 'v-small v-in', x: 14, y: 56 }, 'In: –'));
-    g.appendChild(svgEl('text', { class: 'v-small v-out', x: 14, y: 72 }, 'Out: –'));
-    g.appendChild(svgEl('text', { class: 'v-small v-bp', x: 14, y: 87 }, 'Backpressure: –'));
+    g.appendChild(svgEl('text', { class: 'v-name', x: 14, y: 20 }, short(name, 34)));
+    g.appendChild(svgEl('text', { class: 'v-small v-par', x: 14, y: 40 }, 'Parallelism: ' + n.parallelism));
+    g.appendChild(svgEl('text', { class: 'v-small v-in', x: 14, y: 58 }, 'In: –'));
+    g.appendChild(svgEl('text', { class: 'v-small v-out', x: 14, y: 75 }, 'Out: –'));
+    g.appendChild(svgEl('text', { class: 'v-small v-bp', x: 14, y: 92 }, 'Backpressure: –'));
     g.addEventListener('click', () => { location.hash = `#/job/${jid}/vertex/${encodeURIComponent(n.id)}`; });
     svg.appendChild(g);
   }
@@ -585,10 +585,11 @@ function jobView(id, tab) {
           `<div class="stat"><div class="label">${esc(k.replace('_', ' '))}</div><div class="value" id="chk-${k}" data-value="${esc(counts[k])}">${fmtNum(counts[k])}</div></div>`).join(''));
         const latest = c.latest || {};
         const lrows = [];
-        if (latest.completed) lrows.push(['Completed', `#${esc(latest.completed.id ?? '')} ${esc(latest.completed.external_path || '')}`]);
-        if (latest.savepoint) lrows.push(['Savepoint', `#${esc(latest.savepoint.id ?? '')} ${esc(latest.savepoint.external_path || '')}`]);
-        if (latest.failed) lrows.push(['Failed', `#${esc(latest.failed.id ?? '')} ${esc(latest.failed.failure_message || '')}`]);
-        if (latest.restored) lrows.push(['Restored', `#${esc(latest.restored.id ?? '')} ${esc(latest.restored.external_path || '')}`]);
+        const ref = (c, text) => (c.id !== undefined ? `#${esc(c.id)} ` : '') + `<span class="mono">${esc(text || '')}</span>`;
+        if (latest.completed) lrows.push(['Completed', ref(latest.completed, latest.completed.external_path)]);
+        if (latest.savepoint) lrows.push(['Savepoint', ref(latest.savepoint, latest.savepoint.external_path)]);
+        if (latest.failed) lrows.push(['Failed', ref(latest.failed, latest.failed.failure_message)]);
+        if (latest.restored) lrows.push(['Restored', ref(latest.restored, latest.restored.external_path)]);
         setHTML('chk-latest', table('checkpoint-latest', [{ title: '', cell: (r) => r[0] }, { title: '', cell: (r) => r[1] }], lrows, { empty: 'No checkpoint yet.' }));
         if (cfg.error) {
           setHTML('checkpoint-config', `<p class="muted">${esc(cfg.error)}</p>`);
@@ -861,7 +862,10 @@ function submitView() {
 // ---------- start ----------
 
 function loadVersion() {
-  api('/config').then((c) => setText('version', 'v' + c['flink-version'])).catch(() => {});
+  api('/config').then((c) => {
+    const v = c['flink-version'] || '';
+    setText('version', /^\d/.test(v) ? 'v' + v : v);
+  }).catch(() => {});
 }
 loadVersion();
 route();
