@@ -2,7 +2,7 @@
 # The project's test command: formatting, vet, the whole test suite, the
 # race detector on the packages that run goroutines, and every fuzzer for
 # 10 s. CI runs exactly this (.ci/run). Needs Go; installs the Debian
-# packages that tests need (MariaDB, kcat, SQLite, etcd) when they are missing.
+# packages that tests need (MariaDB, kcat, SQLite, etcd, chromium) when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")"
 
