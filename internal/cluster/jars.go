@@ -109,7 +109,11 @@ func jarIDParts(id string) (sum, name string, ok bool) {
 }
 
 func (jm *JobManager) handleJarUpload(w http.ResponseWriter, r *http.Request) {
-	http.NewResponseController(w).SetReadDeadline(time.Now().Add(10 * time.Minute))
+	// The server's timeouts are for requests, not for executables of
+	// tens of megabytes over a slow link.
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(10 * time.Minute))
+	rc.SetWriteDeadline(time.Now().Add(11 * time.Minute))
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "multipart/form-data" {
 		writeError(w, http.StatusBadRequest, `jar upload: send the program as multipart/form-data in the field "jarfile"`)
 		return
@@ -230,6 +234,9 @@ func (jm *JobManager) handleJarRun(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// The program may take up to jarPlanTimeout to plan, longer than the
+	// server's write timeout.
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(jarPlanTimeout + 30*time.Second))
 	var req JarRunRequest
 	if r.ContentLength != 0 && !readJSON(w, r, &req) {
 		return
