@@ -16,6 +16,7 @@ import (
 	"maps"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -64,9 +65,10 @@ type JarEntryJSON struct {
 }
 
 // JarRunRequest is the body of POST /jars/{jarid}/run (Flink's
-// JarRunRequestBody). ProgramArgsList wins over ProgramArgs, which is
-// split at white space outside quotes. FlinkConfiguration holds options
-// passed to the program as -D.
+// JarRunRequestBody; Flink's query parameters fill what it leaves unset).
+// ProgramArgsList wins over ProgramArgs, which is split at white space
+// outside quotes. FlinkConfiguration holds options passed to the program
+// as -D. Flink's restoreMode is not read.
 type JarRunRequest struct {
 	EntryClass            string            `json:"entryClass,omitempty"`
 	ProgramArgs           string            `json:"programArgs,omitempty"`
@@ -241,6 +243,10 @@ func (jm *JobManager) handleJarRun(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != 0 && !readJSON(w, r, &req) {
 		return
 	}
+	if err := jarRunQuery(r.URL.Query(), &req); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("running jar %s: %v", id, err))
+		return
+	}
 	sub, err := jm.jarSubmission(r.Context(), sum, req)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("running jar %s: %v", id, err))
@@ -258,6 +264,41 @@ func (jm *JobManager) handleJarRun(w http.ResponseWriter, r *http.Request) {
 	}
 	jm.log.Info("job submitted from an uploaded program", "job", jobID, "jar", id, "peer", r.RemoteAddr)
 	writeJSON(w, http.StatusOK, JarRunJSON{JobID: jobID})
+}
+
+// jarRunQuery fills what the body of a run request left unset from
+// Flink's query parameters (programArg, comma-separated, or the
+// deprecated program-args; parallelism, savepointPath,
+// allowNonRestoredState, entry-class).
+func jarRunQuery(q url.Values, req *JarRunRequest) error {
+	if len(req.ProgramArgsList) == 0 && req.ProgramArgs == "" {
+		if a := q.Get("programArg"); a != "" {
+			req.ProgramArgsList = strings.Split(a, ",")
+		} else {
+			req.ProgramArgs = q.Get("program-args")
+		}
+	}
+	if req.Parallelism == nil && q.Has("parallelism") {
+		p, err := strconv.Atoi(q.Get("parallelism"))
+		if err != nil {
+			return fmt.Errorf("parallelism %q is not a number", q.Get("parallelism"))
+		}
+		req.Parallelism = &p
+	}
+	if req.SavepointPath == "" {
+		req.SavepointPath = q.Get("savepointPath")
+	}
+	if !req.AllowNonRestoredState && q.Has("allowNonRestoredState") {
+		b, err := strconv.ParseBool(q.Get("allowNonRestoredState"))
+		if err != nil {
+			return fmt.Errorf("allowNonRestoredState %q is not a boolean", q.Get("allowNonRestoredState"))
+		}
+		req.AllowNonRestoredState = b
+	}
+	if req.EntryClass == "" {
+		req.EntryClass = q.Get("entry-class")
+	}
+	return nil
 }
 
 // jarSubmission turns a run request into a submission, with the plan the

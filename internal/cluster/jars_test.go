@@ -97,6 +97,29 @@ func TestJarEndpoints(t *testing.T) {
 		t.Errorf("upload of JSON = %d %s", code, body)
 	}
 
+	// Flink's shapes.
+	schemas := flinkSchemas(t)
+	shape := func(what, ref string, body []byte) {
+		t.Helper()
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("%s: %v in %s", what, err, body)
+		}
+		for _, e := range shapeErrors(schemas, ref, v, what, nil) {
+			t.Error(e)
+		}
+	}
+	shape("POST /jars/upload", "#/components/schemas/JarUploadResponseBody", body)
+	if code, v := getJSON(t, base, "/jars"); code != http.StatusOK {
+		t.Errorf("GET /jars = %d %v", code, v)
+	} else {
+		for _, e := range shapeErrors(schemas, "#/components/schemas/JarListInfo", v, "GET /jars", nil) {
+			t.Error(e)
+		}
+	}
+
 	// The list.
 	var list JarListJSON
 	decodeGet(t, base, "/jars", &list)
@@ -119,6 +142,7 @@ func TestJarEndpoints(t *testing.T) {
 	if err := json.Unmarshal(body, &run); err != nil || run.JobID == "" {
 		t.Fatalf("run answered %s (%v)", body, err)
 	}
+	shape("POST /jars/{jarid}/run", "#/components/schemas/JarRunResponseBody", body)
 	d := jobDetails(t, jm, run.JobID)
 	if d.Name != "opts  args [--in][a b][c d][e f]" || len(d.Vertices) != 1 || d.Vertices[0].Parallelism != 3 {
 		t.Errorf("job %s: name %q, vertices %+v", run.JobID, d.Name, d.Vertices)
@@ -142,6 +166,18 @@ func TestJarEndpoints(t *testing.T) {
 	if d := jobDetails(t, jm, run.JobID); d.Name != "opts [parallelism.default=5][execution.checkpointing.interval=1s][restart-strategy.type=none] args [x y][z]" {
 		t.Errorf("job without parallelism: name %q", d.Name)
 	}
+	// Flink's query parameters, where the body sets nothing.
+	code, body = doJSON(t, http.MethodPost, base+"/jars/"+id+"/run?programArg=q1,q2&parallelism=2&savepointPath=/sp/2&allowNonRestoredState=true", "")
+	if code != http.StatusOK {
+		t.Fatalf("run with query parameters = %d %s", code, body)
+	}
+	json.Unmarshal(body, &run)
+	jm.dispatcher.mu.Lock()
+	qsub := jm.dispatcher.jobs[run.JobID].sub
+	jm.dispatcher.mu.Unlock()
+	if !slices.Equal(qsub.Args, []string{"q1", "q2"}) || qsub.Parallelism != 2 || qsub.SavepointPath != "/sp/2" || !qsub.AllowNonRestoredState {
+		t.Errorf("submission from query parameters: %+v", qsub)
+	}
 	// An empty body runs the program without arguments.
 	if code, body := doJSON(t, http.MethodPost, base+"/jars/"+id+"/run", ""); code != http.StatusOK {
 		t.Errorf("run with an empty body = %d %s", code, body)
@@ -157,6 +193,8 @@ func TestJarEndpoints(t *testing.T) {
 		{"/jars/" + id + "/run", `{"programArgs": "'open"}`, http.StatusBadRequest, "unterminated ' quote"},
 		{"/jars/" + id + "/run", `{"parallelism": 0}`, http.StatusBadRequest, "parallelism 0"},
 		{"/jars/" + id + "/run", `{"entryClass": "org.example.Main"}`, http.StatusBadRequest, "entry classes"},
+		{"/jars/" + id + "/run?entry-class=org.example.Main", ``, http.StatusBadRequest, "entry classes"},
+		{"/jars/" + id + "/run?parallelism=two", ``, http.StatusBadRequest, "is not a number"},
 		{"/jars/" + strings.Repeat("a", 64) + "_x/run", `{}`, http.StatusNotFound, "not found"},
 		{"/jars/nonsense/run", `{}`, http.StatusNotFound, "jar nonsense not found"},
 	} {
