@@ -95,7 +95,6 @@ func TestDashboardInBrowser(t *testing.T) {
 	needGo(t)
 	browser := chromiumPath(t)
 	t.Parallel()
-	start := time.Now()
 	const token = "dashboard-token"
 	env := []string{"WEIR_TOKEN=" + token}
 	_, _, rest, _ := startCluster(t, env, []int{2, 2}, "heartbeat.interval=100ms", "heartbeat.timeout=2s")
@@ -106,6 +105,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	defer client.Close()
 	waitOverview(t, client, 10*time.Second, "2 taskmanagers", func(o cluster.Overview) bool { return o.TaskManagers == 2 })
 	wc := buildWordCount(t)
+	start := time.Now() // after the builds, which other tests share
 	artifacts := testArtifacts(t)
 	dir := t.TempDir()
 	input := filepath.Join(dir, "input.txt")
@@ -152,8 +152,8 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Helper()
 		if _, err := chromedp.Run(bctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(d), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
 			shot(t, bctx, artifacts, "failed")
-			page, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById('view').innerText`))
-			t.Fatalf("no %s within %v (%v); the page shows:\n%s", what, d, err, page)
+			page, perr := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById('view').textContent`))
+			t.Fatalf("no %s within %v (%v); the page shows (%v):\n%s", what, d, err, perr, page)
 		}
 	}
 	eval := func(what, expr string) {

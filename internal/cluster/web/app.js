@@ -106,9 +106,13 @@ function badge(st) {
 
 // table renders rows (objects) with columns [{title, cell(row) -> html, cls}].
 function table(id, columns, rows, opts = {}) {
-  let h = `<table id="${esc(id)}"><thead><tr>`;
-  for (const c of columns) h += `<th class="${c.cls || ''}">${esc(c.title)}</th>`;
-  h += '</tr></thead><tbody>';
+  let h = `<table id="${esc(id)}">`;
+  if (columns.some((c) => c.title)) {
+    h += '<thead><tr>';
+    for (const c of columns) h += `<th class="${c.cls || ''}">${esc(c.title)}</th>`;
+    h += '</tr></thead>';
+  }
+  h += '<tbody>';
   if (!rows.length) {
     h += `<tr><td class="empty" colspan="${columns.length}">${esc(opts.empty || 'None.')}</td></tr>`;
   }
@@ -168,6 +172,11 @@ function schedule(gen) {
 
 async function poll(gen) {
   if (gen !== state.gen || !state.view) return;
+  // Nothing to ask while the token is being asked for.
+  if (!document.getElementById('token-overlay').hidden) {
+    schedule(gen);
+    return;
+  }
   const ps = document.getElementById('poll-state');
   try {
     await state.view.update();
@@ -483,6 +492,12 @@ function planKey(plan) {
   return (plan.nodes || []).map((n) => n.id + ':' + n.parallelism + ':' + (n.inputs || []).map((i) => i.id).join(',')).join(';');
 }
 
+// level is a backpressure answer's level: Flink 1.x writes it as
+// backpressure-level, later versions as backpressureLevel.
+function level(bp) {
+  return bp.backpressureLevel || bp['backpressure-level'] || 'unknown';
+}
+
 async function backpressure(jid, vertices) {
   const out = {};
   await Promise.all(vertices.map(async (v) => {
@@ -548,9 +563,9 @@ function jobView(id, tab) {
             g.querySelector('.v-in').textContent = 'In: ' + fmtRate(rv.in) + '  (' + fmtNum((v.metrics || {})['read-records']) + ')';
             g.querySelector('.v-out').textContent = 'Out: ' + fmtRate(rv.out) + '  (' + fmtNum((v.metrics || {})['write-records']) + ')';
           }
-          const level = bp[v.id] ? bp[v.id].backpressureLevel || 'unknown' : 'unknown';
-          g.dataset.backpressure = level;
-          g.querySelector('.v-bp').textContent = 'Backpressure: ' + (bp[v.id] ? level.toUpperCase() : '–');
+          const lv = bp[v.id] ? level(bp[v.id]) : 'unknown';
+          g.dataset.backpressure = lv;
+          g.querySelector('.v-bp').textContent = 'Backpressure: ' + (bp[v.id] ? lv.toUpperCase() : '–');
         }
         setHTML('vertex-list', table('vertex-table', [
           { title: 'Name', cell: (v) => `<a href="#/job/${esc(id)}/vertex/${encodeURIComponent(v.id)}">${esc(v.name)}</a>` },
@@ -562,7 +577,7 @@ function jobView(id, tab) {
           { title: 'Out/s', cls: 'num', cell: (v) => (r[v.id] ? fmtRate(r[v.id].out) : '–') },
           { title: 'Bytes In', cls: 'num', cell: (v) => fmtBytes((v.metrics || {})['read-bytes']) },
           { title: 'Bytes Out', cls: 'num', cell: (v) => fmtBytes((v.metrics || {})['write-bytes']) },
-          { title: 'Backpressure', cell: (v) => (bp[v.id] ? `<span class="bp-${esc(bp[v.id].backpressureLevel)}">${esc(bp[v.id].backpressureLevel)}</span>` : '–') },
+          { title: 'Backpressure', cell: (v) => (bp[v.id] ? `<span class="bp-${esc(level(bp[v.id]))}">${esc(level(bp[v.id]))}</span>` : '–') },
           { title: 'Tasks', cell: (v) => taskBadges(v.tasks) },
         ], d.vertices || [], { rowAttrs: (v) => `class="clickable" data-vertex-id="${esc(v.id)}" data-href="#/job/${esc(id)}/vertex/${encodeURIComponent(v.id)}"` }));
       } else if (tab === 'exceptions') {
@@ -678,10 +693,10 @@ function vertexView(jid, vid) {
         { title: 'Duration', cls: 'num', cell: (s) => fmtDuration(s.duration) },
       ], subtasks, { empty: 'No subtask is deployed.', rowAttrs: (s) => `data-subtask="${esc(s.subtask)}"` }));
       const pct = (x) => (x === undefined || x === null ? '–' : Math.round(x * 100) + '%');
-      setHTML('backpressure-list', bp ? `<p>Level <span id="bp-level" class="bp-${esc(bp.backpressureLevel)}" data-level="${esc(bp.backpressureLevel)}">${esc(bp.backpressureLevel)}</span>
+      setHTML('backpressure-list', bp ? `<p>Level <span id="bp-level" class="bp-${esc(level(bp))}" data-level="${esc(level(bp))}">${esc(level(bp))}</span>
         <span class="muted">measured ${fmtTime(bp['end-timestamp'])}</span></p>` + table('backpressure-table', [
         { title: '#', cls: 'num', cell: (s) => esc(s.subtask) },
-        { title: 'Level', cell: (s) => `<span class="bp-${esc(s.backpressureLevel)}">${esc(s.backpressureLevel)}</span>` },
+        { title: 'Level', cell: (s) => `<span class="bp-${esc(level(s))}">${esc(level(s))}</span>` },
         { title: 'Backpressured', cls: 'num', cell: (s) => pct(s.ratio) },
         { title: 'Idle', cls: 'num', cell: (s) => pct(s.idleRatio) },
         { title: 'Busy', cls: 'num', cell: (s) => pct(s.busyRatio) },
