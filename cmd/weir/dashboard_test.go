@@ -290,6 +290,18 @@ func TestDashboardInBrowser(t *testing.T) {
 	do("cancel the job", chromedp.WaitEnabled(chromedp.CSS("#cancel-btn")), chromedp.Click(chromedp.CSS("#cancel-btn")))
 	waitJob(t, client, submitted, 20*time.Second, "cancellation from the page", func(d cluster.JobDetails) bool { return d.State == cluster.JobCanceled })
 	waitJS("the cancelled state on the page", `document.getElementById('job-state').dataset.state === 'CANCELED'`, 10*time.Second)
+
+	// Stop the first job with a savepoint from its page.
+	stops := filepath.Join(dir, "stop-savepoints")
+	do("open the first job", chromedp.Navigate(rest+"/#/job/"+id))
+	do("stop with a savepoint", chromedp.WaitEnabled(chromedp.CSS("#stop-btn")), chromedp.SetValue(chromedp.CSS("#savepoint-dir"), stops),
+		chromedp.Click(chromedp.CSS("#stop-btn")))
+	waitJS("completed stop-with-savepoint", `document.getElementById('action-status').dataset.state === 'completed'`, 20*time.Second)
+	if location, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById('action-status').dataset.location`)); err != nil || !strings.HasPrefix(location, stops+"/") {
+		t.Errorf("the stop's savepoint went to %q (%v), not under %s", location, err, stops)
+	}
+	waitJob(t, client, id, 20*time.Second, "FINISHED after the stop from the page", func(d cluster.JobDetails) bool { return d.State == cluster.JobFinished })
+	waitJS("the finished state on the page", `document.getElementById('job-state').dataset.state === 'FINISHED'`, 10*time.Second)
 	if err := ctx.Err(); errors.Is(err, context.DeadlineExceeded) {
 		t.Fatal("the browser test ran out of time")
 	}
