@@ -16,9 +16,12 @@ import (
 // jarProgram stands in for a weir job program: with --plan=json it
 // prints a one-vertex plan whose job name shows the options (-D) and
 // arguments it was given, each in brackets, and the vertex the
-// parallelism (-p, else 1); an argument "fail" makes it fail on stderr.
+// parallelism (-p, else 1); an argument "fail" makes it fail on stderr,
+// and so does a WEIR_ variable in its environment (the cluster's token
+// is one).
 const jarProgram = `#!/bin/sh
 if [ "$1" != "--plan=json" ]; then echo "run without --plan=json" >&2; exit 3; fi
+if env | grep -q '^WEIR_'; then echo "the JobManager passed its WEIR_ variables" >&2; exit 4; fi
 shift
 p=1
 if [ "$1" = "-p" ]; then p=$2; shift 2; fi
@@ -71,6 +74,7 @@ func doJSON(t *testing.T, method, url, body string) (int, []byte) {
 }
 
 func TestJarEndpoints(t *testing.T) {
+	t.Setenv("WEIR_TOKEN_OF_THE_TEST", "secret")
 	jm := startJM(t, func(o *JobManagerOptions) { o.DefaultParallelism = 5 })
 	base := jm.RESTURL()
 	defer http.DefaultClient.CloseIdleConnections()

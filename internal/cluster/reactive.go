@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -130,6 +131,7 @@ func planProgram(ctx context.Context, exe string, p int, options, args []string)
 	}
 	var out, errOut bytes.Buffer
 	cmd := exec.CommandContext(ctx, exe, append(planArgs, args...)...)
+	cmd.Env = programEnv()
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	cmd.WaitDelay = time.Second
 	if err := cmd.Run(); err != nil {
@@ -143,4 +145,17 @@ func planProgram(ctx context.Context, exe string, p int, options, args []string)
 		return JobPlan{}, nil, errors.New("the job's program printed a job graph without vertices with --plan=json")
 	}
 	return plan, out.Bytes(), nil
+}
+
+// programEnv is the environment a job's program runs in, on a
+// TaskManager or planning on the JobManager: this process's without its
+// WEIR_ variables, since the program needs no cluster credentials.
+func programEnv() []string {
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "WEIR_") {
+			env = append(env, e)
+		}
+	}
+	return env
 }
