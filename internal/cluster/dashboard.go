@@ -14,12 +14,14 @@ import (
 //go:embed web
 var webFiles embed.FS
 
-// withDashboard serves the dashboard's page at "/" and its files under
-// /web/ and passes every other request to api. The files hold no data and
+// WithDashboard serves the dashboard's page at "/" and its files under
+// /web/ and passes every other request to api: the JobManager's REST
+// server wraps its API so, and tests serve the page so beside an API of
+// their own. The files hold no data and
 // are served without the token, so that the page can load and ask for it;
 // every API request the page makes sends the token and goes through
 // api's check.
-func withDashboard(api http.Handler) http.Handler {
+func WithDashboard(api http.Handler) http.Handler {
 	files, err := fs.Sub(webFiles, "web")
 	if err != nil {
 		panic(err) // the embedded tree always has web/

@@ -119,9 +119,9 @@ func (jm *JobManager) restHandler() http.Handler {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("not found: %s", r.URL.Path))
 	})
 	if jm.ha != nil {
-		return withDashboard(requireToken(jm.opts.Security.Token, jm.log, jm.standbyREST(mux)))
+		return WithDashboard(requireToken(jm.opts.Security.Token, jm.log, jm.standbyREST(mux)))
 	}
-	return withDashboard(requireToken(jm.opts.Security.Token, jm.log, mux))
+	return WithDashboard(requireToken(jm.opts.Security.Token, jm.log, mux))
 }
 
 func (jm *JobManager) overview() Overview {

@@ -193,6 +193,11 @@ async function poll(gen) {
   schedule(gen);
 }
 
+// refresh updates the current view now, between two polls.
+function refresh() {
+  if (state.view) state.view.update().catch(showError);
+}
+
 const routes = [
   [/^#?\/?(overview)?$/, 'overview', () => overviewView()],
   [/^#\/jobs\/running$/, 'running', () => jobsView(true)],
@@ -521,7 +526,9 @@ function jobView(id, tab) {
   let planShown = '';
   let plan = null;
   let planAsked = 0;
-  const expanded = new Set();
+  // Expanded checkpoint rows, by ID: the details of
+  // GET /jobs/{id}/checkpoints/details/{cid} once fetched, else null.
+  const expanded = new Map();
   return {
     name: 'job-' + tab,
     html: jobHeader(id, tab) + `<div id="job-tab" data-tab="${tab}">${bodies[tab]}</div>`,
@@ -532,8 +539,15 @@ function jobView(id, tab) {
           const row = ev.target.closest('tr[data-checkpoint-id]');
           if (!row) return;
           const c = row.dataset.checkpointId;
-          if (expanded.has(c)) expanded.delete(c); else expanded.add(c);
-          state.view.update();
+          if (expanded.has(c)) {
+            expanded.delete(c);
+          } else {
+            expanded.set(c, null);
+            optional('checkpoint-details', id, `/jobs/${id}/checkpoints/details/${encodeURIComponent(c)}`)
+              .then((det) => { if (det && expanded.has(c)) expanded.set(c, det); refresh(); })
+              .catch(() => {});
+          }
+          refresh();
         });
       }
     },
@@ -626,7 +640,7 @@ function jobView(id, tab) {
         ], hist, {
           empty: 'No checkpoint yet.',
           rowAttrs: (h) => `class="clickable checkpoint-row" data-checkpoint-id="${esc(h.id)}"`,
-          after: (h) => expanded.has(String(h.id)) ? `<tr class="checkpoint-details" data-checkpoint-id="${esc(h.id)}-details"><td colspan="9"><pre>${esc(JSON.stringify(h, null, 2))}</pre></td></tr>` : '',
+          after: (h) => expanded.has(String(h.id)) ? `<tr class="checkpoint-details" data-checkpoint-id="${esc(h.id)}-details"><td colspan="9"><pre>${esc(JSON.stringify(expanded.get(String(h.id)) || h, null, 2))}</pre></td></tr>` : '',
         }) : `<p class="muted">${esc(fmtNum(counts.completed))} completed; this JobManager keeps no per-checkpoint history.</p>`);
         const sum = c.summary || {};
         const srows = Object.entries(sum).filter(([, v]) => v && typeof v === 'object');
