@@ -97,7 +97,15 @@ func TestDashboardInBrowser(t *testing.T) {
 	t.Parallel()
 	const token = "dashboard-token"
 	env := []string{"WEIR_TOKEN=" + token}
-	_, _, rest, _ := startCluster(t, env, []int{2, 2}, "heartbeat.interval=100ms", "heartbeat.timeout=2s")
+	// Working directories under the test's own: the processes are
+	// killed at the end and could not remove temporary ones, which hold
+	// the uploaded WordCount binary.
+	_, rpc, rest := startJobManager(t, env, "-D", "heartbeat.interval=100ms", "-D", "heartbeat.timeout=2s",
+		"-D", "process.working-dir="+t.TempDir())
+	for i := range 2 {
+		startProc(t, fmt.Sprintf("taskmanager %d", i+1), env, "taskmanager", "--jobmanager", rpc, "--slots", "2",
+			"-D", "process.working-dir="+t.TempDir())
+	}
 	client, err := cluster.NewRESTClient(rest, cluster.Security{Token: token})
 	if err != nil {
 		t.Fatal(err)
