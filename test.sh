@@ -2,7 +2,7 @@
 # The project's test command: formatting, vet, the whole test suite, the
 # race detector on the packages that run goroutines, and every fuzzer for
 # 10 s. CI runs exactly this (.ci/run). Needs Go; installs the Debian
-# packages that tests need (MariaDB, kcat, SQLite, etcd) when they are missing.
+# packages that tests need (MariaDB, kcat, SQLite, etcd, chromium) when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -13,7 +13,8 @@ cd "$(dirname "$0")"
 # consumer that is not franz-go; SQLite, the independent engine the batch
 # SQL suite (table) compares its results with; etcd (etcd-server), which
 # internal/ha runs as a separate process next to its embedded-server tests
-# (Debian starts no service in a container; the test runs its own). With
+# (Debian starts no service in a container; the test runs its own);
+# chromium, headless, which cmd/weir's dashboard test drives. With
 # WEIR_REQUIRE_SYSTEMS=1 a test that misses a system fails instead of
 # skipping.
 missing=()
@@ -28,6 +29,9 @@ if ! command -v sqlite3 >/dev/null 2>&1; then
 fi
 if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
 	missing+=(etcd-server)
+fi
+if ! command -v chromium >/dev/null 2>&1; then
+	missing+=(chromium)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
 	sudo=""

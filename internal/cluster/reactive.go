@@ -15,7 +15,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -107,22 +109,53 @@ func (d *dispatcher) resize(j *job) error {
 
 // planAt runs the job's program for its plan at parallelism p.
 func (d *dispatcher) planAt(j *job, p int) (JobPlan, []byte, error) {
-	args := []string{"--plan=json", "-p", strconv.Itoa(p)}
-	for _, o := range j.sub.Options {
-		args = append(args, "-D", o)
-	}
 	ctx, cancel := context.WithTimeout(d.jm.ctx, time.Minute)
 	defer cancel()
+	plan, raw, err := planProgram(ctx, d.jm.artifacts.path(j.sub.Artifact), p, j.sub.Options, j.sub.Args)
+	if err != nil {
+		return JobPlan{}, nil, fmt.Errorf("reactive: parallelism %d: %w", p, err)
+	}
+	return plan, raw, nil
+}
+
+// planProgram runs the job program exe with --plan=json (and -p p when p
+// is positive, -D for each option, then args), as weir run does, and
+// returns the job graph it printed, decoded and as printed.
+func planProgram(ctx context.Context, exe string, p int, options, args []string) (JobPlan, []byte, error) {
+	planArgs := []string{"--plan=json"}
+	if p > 0 {
+		planArgs = append(planArgs, "-p", strconv.Itoa(p))
+	}
+	for _, o := range options {
+		planArgs = append(planArgs, "-D", o)
+	}
 	var out, errOut bytes.Buffer
-	cmd := exec.CommandContext(ctx, d.jm.artifacts.path(j.sub.Artifact), append(args, j.sub.Args...)...)
+	cmd := exec.CommandContext(ctx, exe, append(planArgs, args...)...)
+	cmd.Env = programEnv()
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	cmd.WaitDelay = time.Second
 	if err := cmd.Run(); err != nil {
-		return JobPlan{}, nil, fmt.Errorf("reactive: the job's program could not plan parallelism %d (%v): %s", p, err, strings.TrimSpace(errOut.String()))
+		return JobPlan{}, nil, fmt.Errorf("the job's program failed to print its plan with --plan=json (%v): %s", err, strings.TrimSpace(errOut.String()))
 	}
 	var plan JobPlan
-	if err := json.Unmarshal(out.Bytes(), &plan); err != nil || len(plan.Vertices) == 0 {
-		return JobPlan{}, nil, fmt.Errorf("reactive: the job's program printed no plan for parallelism %d: %v", p, err)
+	if err := json.Unmarshal(out.Bytes(), &plan); err != nil {
+		return JobPlan{}, nil, fmt.Errorf("the job's program printed no job graph with --plan=json (is it a weir job program?): %v", err)
+	}
+	if len(plan.Vertices) == 0 {
+		return JobPlan{}, nil, errors.New("the job's program printed a job graph without vertices with --plan=json")
 	}
 	return plan, out.Bytes(), nil
+}
+
+// programEnv is the environment a job's program runs in, on a
+// TaskManager or planning on the JobManager: this process's without its
+// WEIR_ variables, since the program needs no cluster credentials.
+func programEnv() []string {
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "WEIR_") {
+			env = append(env, e)
+		}
+	}
+	return env
 }

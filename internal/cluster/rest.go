@@ -114,14 +114,18 @@ func (jm *JobManager) restHandler() http.Handler {
 	route("/jobs/{id}/savepoints", map[string]http.HandlerFunc{http.MethodPost: jm.handleSavepoint})
 	route("/jobs/{id}/savepoints/{triggerid}", get(jm.handleSavepointStatus))
 	route("/jobs/{id}/stop", map[string]http.HandlerFunc{http.MethodPost: jm.handleStop})
+	route("/jars", get(jm.handleJars))
+	route("/jars/upload", map[string]http.HandlerFunc{http.MethodPost: jm.handleJarUpload})
+	route("/jars/{jarid}", map[string]http.HandlerFunc{http.MethodDelete: jm.handleJarDelete})
+	route("/jars/{jarid}/run", map[string]http.HandlerFunc{http.MethodPost: jm.handleJarRun})
 	route("/metrics", get(promhttp.HandlerFor(jm.metrics.registry, promhttp.HandlerOpts{}).ServeHTTP))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("not found: %s", r.URL.Path))
 	})
 	if jm.ha != nil {
-		return requireToken(jm.opts.Security.Token, jm.log, jm.standbyREST(mux))
+		return WithDashboard(requireToken(jm.opts.Security.Token, jm.log, jm.standbyREST(mux)))
 	}
-	return requireToken(jm.opts.Security.Token, jm.log, mux)
+	return WithDashboard(requireToken(jm.opts.Security.Token, jm.log, mux))
 }
 
 func (jm *JobManager) overview() Overview {

@@ -93,9 +93,11 @@ func (jm *JobManager) handleDashboardConfig(w http.ResponseWriter, r *http.Reque
 	name, offset := time.Now().Zone()
 	out.TimezoneName, out.TimezoneOffset = name, offset*1000
 	out.FlinkVersion, out.FlinkRevision = buildVersion()
-	// Jobs are cancelled with PATCH /jobs/{id}; weir has no page to
-	// submit, rescale or browse the history from.
+	// Jobs are cancelled with PATCH /jobs/{id} and submitted with the
+	// jar endpoints (jars.go); weir has no page to rescale or browse the
+	// history from.
 	out.Features.WebCancel = true
+	out.Features.WebSubmit = true
 	writeJSON(w, http.StatusOK, out)
 }
 

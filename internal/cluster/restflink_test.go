@@ -241,7 +241,7 @@ func TestFlinkMonitoringAPI(t *testing.T) {
 	// The values.
 	var cfg DashboardConfigJSON
 	decodeGet(t, base, "/config", &cfg)
-	if cfg.RefreshInterval != 3000 || cfg.FlinkVersion == "" || !cfg.Features.WebCancel || cfg.Features.WebSubmit {
+	if cfg.RefreshInterval != 3000 || cfg.FlinkVersion == "" || !cfg.Features.WebCancel || !cfg.Features.WebSubmit {
 		t.Errorf("/config = %+v", cfg)
 	}
 	var ov JobsOverviewJSON

@@ -265,13 +265,7 @@ func (w *workers) deploy(a *workerAttempt, req *rpcpb.SubmitJobRequest) {
 	cmd.Dir = a.dir
 	cmd.Stdout = logFile
 	cmd.Stderr = io.MultiWriter(logFile, tail)
-	for _, e := range os.Environ() {
-		// The worker needs no cluster credentials.
-		if !strings.HasPrefix(e, "WEIR_") {
-			cmd.Env = append(cmd.Env, e)
-		}
-	}
-	cmd.Env = append(cmd.Env,
+	cmd.Env = append(programEnv(),
 		envWorkerStatus+"="+a.statusPath,
 		envWorkerJobID+"="+a.jobID,
 		envWorkerToken+"="+a.token,

@@ -1,0 +1,330 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/weirproject/weir/internal/cluster"
+)
+
+// The dashboard test drives Debian's chromium, headless, through the
+// DevTools protocol (chromedp) against a JobManager and two TaskManager
+// processes that run a streaming WordCount: it reads the pages as a user
+// sees them and uses the page's forms and buttons.
+
+// chromiumPath finds the browser, or skips the test (fails it with
+// WEIR_REQUIRE_SYSTEMS=1; test.sh installs Debian's chromium).
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("WEIR_REQUIRE_SYSTEMS") == "1" {
+		t.Fatal("chromium is not installed (test.sh installs Debian's chromium); WEIR_REQUIRE_SYSTEMS=1 requires it")
+	}
+	t.Skip("chromium is not installed (apt-get install chromium)")
+	return ""
+}
+
+// testArtifacts is where the test saves its screenshots:
+// $WEIR_TEST_ARTIFACTS, or a temporary directory.
+func testArtifacts(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("WEIR_TEST_ARTIFACTS")
+	if dir == "" {
+		return t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// restServes reports whether the JobManager serves GET path (with the
+// token), that is, answers other than 404: the per-vertex endpoints
+// (backpressure, watermarks) come with the task metrics, and the test
+// checks what the dashboard shows of them only where they are served.
+func restServes(t *testing.T, rest, token, path string) bool {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, rest+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode != http.StatusNotFound
+}
+
+// dagVertex is a vertex box of the job page's graph, as the page's data
+// attributes describe it.
+type dagVertex struct {
+	ID           string  `json:"id"`
+	Name         string  `json:"name"`
+	Parallelism  int     `json:"parallelism"`
+	RateIn       float64 `json:"rateIn"`
+	RateOut      float64 `json:"rateOut"`
+	Backpressure string  `json:"backpressure"`
+	Text         string  `json:"text"`
+}
+
+const dagVerticesJS = `Array.from(document.querySelectorAll('#job-dag .dag-vertex')).map((g) => ({
+	id: g.dataset.vertexId, name: g.dataset.name, parallelism: Number(g.dataset.parallelism),
+	rateIn: Number(g.dataset.rateIn || 0), rateOut: Number(g.dataset.rateOut || 0),
+	backpressure: g.dataset.backpressure, text: g.textContent}))`
+
+func TestDashboardInBrowser(t *testing.T) {
+	needGo(t)
+	browser := chromiumPath(t)
+	t.Parallel()
+	const token = "dashboard-token"
+	env := []string{"WEIR_TOKEN=" + token}
+	// Working directories under the test's own: the processes are
+	// killed at the end and could not remove temporary ones, which hold
+	// the uploaded WordCount binary.
+	_, rpc, rest := startJobManager(t, env, "-D", "heartbeat.interval=100ms", "-D", "heartbeat.timeout=2s",
+		"-D", "process.working-dir="+t.TempDir())
+	for i := range 2 {
+		startProc(t, fmt.Sprintf("taskmanager %d", i+1), env, "taskmanager", "--jobmanager", rpc, "--slots", "2",
+			"-D", "process.working-dir="+t.TempDir())
+	}
+	client, err := cluster.NewRESTClient(rest, cluster.Security{Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	waitOverview(t, client, 10*time.Second, "2 taskmanagers", func(o cluster.Overview) bool { return o.TaskManagers == 2 })
+	wc := buildWordCount(t)
+	start := time.Now() // after the builds, which other tests share
+	artifacts := testArtifacts(t)
+	dir := t.TempDir()
+	input := filepath.Join(dir, "input.txt")
+	if err := os.WriteFile(input, []byte(wordText(20000, 3)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(rest, "http://")
+	streaming := func(out string, rate int) []string {
+		return []string{"--mode", "streaming", "--input", input, "--output", filepath.Join(dir, out), "--rate", strconv.Itoa(rate)}
+	}
+	// The checkpoint settings as options (-D), which the JobManager
+	// reads too (GET /jobs/{id}/checkpoints/config).
+	stdout, stderr, code := weir(t, append([]string{"run", "-d", "--jobmanager", host, "--token", token, "-p", "2",
+		"-D", "execution.checkpointing.interval=300ms", "-D", "state.checkpoints.dir=file://" + filepath.Join(dir, "chk"), wc},
+		streaming("out1", 200)...)...)
+	if code != exitOK {
+		t.Fatalf("weir run -d: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	id := jobID(t, stdout)
+	job := waitJob(t, client, id, 30*time.Second, "records flowing", func(d cluster.JobDetails) bool {
+		return d.State == cluster.JobRunning && len(d.Vertices) > 0 && d.Vertices[0].Metrics.WriteRecords > 0
+	})
+
+	// The browser: its whole run is bounded, so that a page that never
+	// shows what the test waits for fails the test in time.
+	ctx, cancel := context.WithTimeout(context.Background(), 75*time.Second)
+	defer cancel()
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.UserDataDir(filepath.Join(dir, "chromium")), chromedp.WindowSize(1400, 900))
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	defer cancelBrowser()
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(bctx, steps...); err != nil {
+			shot(t, bctx, artifacts, "failed")
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	// waitJS waits until the expression is truthy.
+	waitJS := func(what, expr string, d time.Duration) {
+		t.Helper()
+		if _, err := chromedp.Run(bctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(d), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
+			shot(t, bctx, artifacts, "failed")
+			page, perr := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById('view').textContent`))
+			t.Fatalf("no %s within %v (%v); the page shows (%v):\n%s", what, d, err, perr, page)
+		}
+	}
+	eval := func(what, expr string) {
+		t.Helper()
+		if _, err := chromedp.Run(bctx, chromedp.Evaluate[chromedp.Void](expr)); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+
+	// The page asks for the cluster's token once, then the overview lists
+	// the running job.
+	do("open the dashboard", chromedp.Navigate(rest+"/"), chromedp.WaitVisible(chromedp.CSS("#token-input")),
+		chromedp.SendKeys(chromedp.CSS("#token-input"), token), chromedp.Click(chromedp.CSS("#token-submit")))
+	waitJS("running job on the overview", fmt.Sprintf(`document.querySelector('#running-jobs tr[data-job-id="%s"][data-state="RUNNING"]')`, id), 10*time.Second)
+	waitJS("TaskManager count", `document.getElementById('ov-taskmanagers').dataset.value === '2'`, 5*time.Second)
+	shot(t, bctx, artifacts, "overview")
+
+	// The job page draws every vertex of the job's graph with its name
+	// and parallelism.
+	do("open the job page", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#running-jobs tr[data-job-id="%s"] a`, id))))
+	waitJS("the job graph", fmt.Sprintf(`document.querySelectorAll('#job-dag .dag-vertex').length === %d`, len(job.Vertices)), 10*time.Second)
+	vertices, err := chromedp.Run(bctx, chromedp.Evaluate[[]dagVertex](dagVerticesJS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vertices) != len(job.Vertices) {
+		t.Fatalf("the graph has %d vertices, the job %d", len(vertices), len(job.Vertices))
+	}
+	for i, v := range job.Vertices {
+		g := vertices[i]
+		if g.ID != v.ID || g.Name != v.Name || g.Parallelism != v.Parallelism ||
+			!strings.Contains(g.Text, "Parallelism: "+strconv.Itoa(v.Parallelism)) || !strings.Contains(g.Text, v.Name[:min(len(v.Name), 20)]) {
+			t.Errorf("graph vertex %d = %+v, the job's %s %q parallelism %d", i, g, v.ID, v.Name, v.Parallelism)
+		}
+	}
+	edges, _ := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll('#job-dag path.edge').length`))
+	if edges < len(job.Vertices)-1 {
+		t.Errorf("the graph has %d edges between %d vertices", edges, len(job.Vertices))
+	}
+
+	// Rates and the checkpoint count go up between two looks.
+	waitJS("rates", `Array.from(document.querySelectorAll('#job-dag .dag-vertex')).every((g) => Number(g.dataset.rateIn) + Number(g.dataset.rateOut) > 0)`, 10*time.Second)
+	count := func() int {
+		s, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById('checkpoint-count').dataset.count`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := strconv.Atoi(s)
+		return n
+	}
+	records := func() int64 {
+		n, err := chromedp.Run(bctx, chromedp.Evaluate[int64](`Number(document.querySelector('#vertex-table tbody tr td:nth-child(6)').textContent.replace(/,/g, ''))`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	firstCount, firstRecords := count(), records()
+	time.Sleep(2 * time.Second)
+	look, err := chromedp.Run(bctx, chromedp.Evaluate[[]dagVertex](dagVerticesJS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secondCount, secondRecords := count(), records()
+	t.Logf("first look: %d checkpoints, %d records out of the source; second: %d, %d; rates %+v", firstCount, firstRecords, secondCount, secondRecords, look)
+	if secondCount <= firstCount {
+		t.Errorf("the checkpoint count went from %d to %d in 2 s (interval 300 ms)", firstCount, secondCount)
+	}
+	if secondRecords <= firstRecords {
+		t.Errorf("the source's records out went from %d to %d", firstRecords, secondRecords)
+	}
+	for _, v := range look {
+		if v.RateIn+v.RateOut <= 0 || !strings.Contains(v.Text, "/s") {
+			t.Errorf("vertex %s shows no rate: %+v", v.Name, v)
+		}
+	}
+	if restServes(t, rest, token, "/jobs/"+id+"/vertices/"+job.Vertices[0].ID+"/backpressure") {
+		waitJS("backpressure colours", `Array.from(document.querySelectorAll('#job-dag .dag-vertex')).every((g) => ['ok', 'low', 'high'].includes(g.dataset.backpressure))`, 10*time.Second)
+	} else {
+		t.Log("GET /jobs/{id}/vertices/{vid}/backpressure answers 404 here: the backpressure colours are not checked")
+	}
+	shot(t, bctx, artifacts, "job")
+
+	// A savepoint triggered from the page completes.
+	savepoints := filepath.Join(dir, "savepoints")
+	do("trigger a savepoint", chromedp.SetValue(chromedp.CSS("#savepoint-dir"), savepoints),
+		chromedp.WaitEnabled(chromedp.CSS("#savepoint-btn")), chromedp.Click(chromedp.CSS("#savepoint-btn")))
+	waitJS("completed savepoint", `document.getElementById('action-status').dataset.state === 'completed'`, 20*time.Second)
+	location, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById('action-status').dataset.location`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(location, savepoints+"/") {
+		t.Errorf("the savepoint went to %q, not under %s", location, savepoints)
+	} else if _, err := os.Stat(filepath.Join(location, "_metadata")); err != nil {
+		t.Errorf("the savepoint has no _metadata: %v", err)
+	}
+
+	// A vertex's page lists its subtasks.
+	do("open a vertex", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#vertex-table tr[data-vertex-id="%s"] a`, job.Vertices[0].ID))))
+	waitJS("subtasks", fmt.Sprintf(`document.querySelectorAll('#subtask-table tr[data-subtask]').length === %d`, job.Vertices[0].Parallelism), 10*time.Second)
+	if restServes(t, rest, token, "/jobs/"+id+"/vertices/"+job.Vertices[0].ID+"/watermarks") {
+		waitJS("watermarks", `document.getElementById('watermark-table')`, 10*time.Second)
+	}
+	shot(t, bctx, artifacts, "vertex")
+	do("open the checkpoints", chromedp.Navigate(rest+"/#/job/"+id+"/checkpoints"))
+	waitJS("checkpoint configuration", `document.getElementById('checkpoint-config-table') && document.getElementById('chk-completed')`, 10*time.Second)
+	shot(t, bctx, artifacts, "checkpoints")
+	do("open the TaskManagers", chromedp.Navigate(rest+"/#/taskmanagers"))
+	waitJS("TaskManagers", `document.querySelectorAll('#tm-table tr.tm-row').length === 2`, 10*time.Second)
+
+	// A job submitted from the page, with the program uploaded, runs.
+	do("upload the program", chromedp.Navigate(rest+"/#/submit"), chromedp.WaitVisible(chromedp.CSS("#jar-file")),
+		chromedp.SetUploadFiles(chromedp.CSS("#jar-file"), []string{wc}), chromedp.Click(chromedp.CSS("#upload-btn")))
+	waitJS("uploaded program", `document.getElementById('upload-status').dataset.state === 'completed' && document.getElementById('run-jar').value`, 30*time.Second)
+	args := strings.Join(append(streaming("out2", 100), "--checkpoint-interval", "300ms", "--checkpoint-dir", "file://"+filepath.Join(dir, "chk")), " ")
+	do("submit the job", chromedp.SetValue(chromedp.CSS("#run-args"), args), chromedp.SetValue(chromedp.CSS("#run-parallelism"), "1"))
+	shot(t, bctx, artifacts, "submit")
+	do("submit the job", chromedp.Click(chromedp.CSS("#run-btn")))
+	waitJS("the submitted job's page", `location.hash.startsWith('#/job/') && document.getElementById('job-state').dataset.state === 'RUNNING'`, 30*time.Second)
+	submitted, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById('job-id').textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if submitted == id {
+		t.Fatalf("the page shows the first job, not the submitted one")
+	}
+	waitJob(t, client, submitted, 30*time.Second, "records in the job submitted from the page", func(d cluster.JobDetails) bool {
+		return d.State == cluster.JobRunning && d.Vertices[0].Parallelism == 1 && d.Vertices[0].Metrics.WriteRecords > 0
+	})
+
+	// Cancel from the page.
+	eval("confirm without a dialog", `window.weirNoConfirm = true`)
+	do("cancel the job", chromedp.WaitEnabled(chromedp.CSS("#cancel-btn")), chromedp.Click(chromedp.CSS("#cancel-btn")))
+	waitJob(t, client, submitted, 20*time.Second, "cancellation from the page", func(d cluster.JobDetails) bool { return d.State == cluster.JobCanceled })
+	waitJS("the cancelled state on the page", `document.getElementById('job-state').dataset.state === 'CANCELED'`, 10*time.Second)
+
+	// Stop the first job with a savepoint from its page.
+	stops := filepath.Join(dir, "stop-savepoints")
+	do("open the first job", chromedp.Navigate(rest+"/#/job/"+id))
+	do("stop with a savepoint", chromedp.WaitEnabled(chromedp.CSS("#stop-btn")), chromedp.SetValue(chromedp.CSS("#savepoint-dir"), stops),
+		chromedp.Click(chromedp.CSS("#stop-btn")))
+	waitJS("completed stop-with-savepoint", `document.getElementById('action-status').dataset.state === 'completed'`, 20*time.Second)
+	if location, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById('action-status').dataset.location`)); err != nil || !strings.HasPrefix(location, stops+"/") {
+		t.Errorf("the stop's savepoint went to %q (%v), not under %s", location, err, stops)
+	}
+	waitJob(t, client, id, 20*time.Second, "FINISHED after the stop from the page", func(d cluster.JobDetails) bool { return d.State == cluster.JobFinished })
+	waitJS("the finished state on the page", `document.getElementById('job-state').dataset.state === 'FINISHED'`, 10*time.Second)
+	if err := ctx.Err(); errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal("the browser test ran out of time")
+	}
+	t.Logf("dashboard test took %v; screenshots in %s", time.Since(start).Round(time.Millisecond), artifacts)
+}
+
+// shot saves a screenshot of the page as name.png under dir.
+func shot(t *testing.T, ctx context.Context, dir, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, "dashboard-"+name+".png"), png, 0o644); err != nil {
+		t.Error(err)
+	}
+}
