@@ -286,6 +286,7 @@ func TestCatalog(t *testing.T) {
 		"restart-strategy.exponential-delay.attempts-before-reset-backoff": "2147483647",
 		"jobmanager.rpc.address":                                           "127.0.0.1",
 		"jobmanager.rpc.port":                                              "6123",
+		"metrics.reporter.prom.port":                                       "",
 		"jobmanager.bind-host":                                             "127.0.0.1",
 		"rest.address":                                                     "127.0.0.1",
 		"rest.port":                                                        "8081",

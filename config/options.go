@@ -389,6 +389,7 @@ var catalog = []catalogOption{
 	JobManagerRPCAddress,
 	JobManagerRPCPort,
 	JobManagerBindHost,
+	PrometheusPort,
 	RESTAddress,
 	RESTPort,
 	TaskManagerBindHost,

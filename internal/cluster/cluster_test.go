@@ -443,9 +443,9 @@ func TestJobManagerRESTAPI(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, want := range []string{
-		"weir_jobmanager_taskmanagers_registered 1",
-		"weir_jobmanager_slots_total 3",
-		"weir_jobmanager_slots_available 3",
+		"weir_jobmanager_numRegisteredTaskManagers 1",
+		"weir_jobmanager_taskSlotsTotal 3",
+		"weir_jobmanager_taskSlotsAvailable 3",
 		"weir_jobmanager_heartbeats_received_total ",
 		"weir_jobmanager_heartbeats_missed_total 0",
 	} {

@@ -39,14 +39,14 @@ func newJMMetrics(pool *SlotPool, d *dispatcher) *jmMetrics {
 	}
 	m.registry.MustRegister(
 		m.heartbeatsReceived, m.heartbeatsMissed, m.taskManagersLost,
-		gauge("weir_jobmanager_taskmanagers_registered", "TaskManagers registered with the JobManager.",
+		gauge("weir_jobmanager_numRegisteredTaskManagers", "TaskManagers registered with the JobManager.",
 			func(tms, _, _ int) int { return tms }),
-		gauge("weir_jobmanager_slots_total", "Task slots of all registered TaskManagers.",
+		gauge("weir_jobmanager_taskSlotsTotal", "Task slots of all registered TaskManagers.",
 			func(_, slots, _ int) int { return slots }),
-		gauge("weir_jobmanager_slots_available", "Task slots not allocated to a job.",
+		gauge("weir_jobmanager_taskSlotsAvailable", "Task slots not allocated to a job.",
 			func(_, _, free int) int { return free }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "weir_jobmanager_jobs_running",
+			Name: "weir_jobmanager_numRunningJobs",
 			Help: "Jobs that have not ended: created, running, restarting or cancelling.",
 		}, func() float64 {
 			running, _, _, _ := d.counts()

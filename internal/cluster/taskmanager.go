@@ -432,7 +432,7 @@ func (tm *TaskManager) registry() *prometheus.Registry {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "weir_taskmanager_Status_TaskSlots_total", Help: "Task slots the TaskManager offers.",
+			Name: "weir_taskmanager_Status_TaskSlots", Help: "Task slots the TaskManager offers.",
 			ConstLabels: prometheus.Labels{"tm_id": tm.opts.ResourceID},
 		}, func() float64 { return float64(tm.opts.Slots) }),
 		taskCollector{tm},

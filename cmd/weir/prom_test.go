@@ -1,0 +1,114 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirproject/weir/internal/cluster"
+)
+
+// TestPrometheusEndpoints runs a job on a JobManager and a TaskManager
+// that serve Prometheus endpoints (metrics.reporter.prom.port), scrapes
+// both while the job runs and has Prometheus's own promtool parse them:
+// no format error (its naming advice about Flink's camelCase names
+// aside), and the task metrics carry the job's name.
+func TestPrometheusEndpoints(t *testing.T) {
+	needGo(t)
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("WEIR_REQUIRE_SYSTEMS") == "1" {
+			t.Fatal("promtool (Debian's prometheus) is not installed")
+		}
+		t.Skip("promtool (Debian's prometheus) is not installed")
+	}
+	t.Parallel()
+	jmProm, tmProm := freePort(t), freePort(t)
+	jm, rpc, rest := startJobManager(t, nil, "-D", "heartbeat.interval=100ms", "-D", "heartbeat.timeout=2s",
+		"-D", "metrics.reporter.prom.port="+jmProm)
+	tm := startProc(t, "taskmanager", nil, "taskmanager", "--jobmanager", rpc, "--slots", "2",
+		"-D", "metrics.reporter.prom.port="+tmProm+"-"+tmProm)
+	client, err := cluster.NewRESTClient(rest, cluster.Security{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	waitOverview(t, client, 10*time.Second, "1 taskmanager", func(o cluster.Overview) bool { return o.TaskManagers == 1 })
+	program := filepath.Join(t.TempDir(), "slowsink")
+	if out, err := exec.Command("go", "build", "-o", program, "./testdata/slowsink").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	stdout, stderr, code := weir(t, "run", "-d", "--jobmanager", strings.TrimPrefix(rest, "http://"), "-p", "1", program, "--rate", "5000")
+	if code != exitOK {
+		t.Fatalf("weir run -d: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	id := jobID(t, stdout)
+	defer weir(t, "cancel", "--jobmanager", strings.TrimPrefix(rest, "http://"), id)
+	waitJob(t, client, id, 30*time.Second, "records at the sink", func(d cluster.JobDetails) bool {
+		return d.State == cluster.JobRunning && len(d.Vertices) == 2 && d.Vertices[1].Metrics.ReadRecords > 0
+	})
+
+	scrape := func(who, port string) string {
+		t.Helper()
+		resp, err := http.Get("http://127.0.0.1:" + port + "/metrics")
+		if err != nil {
+			t.Fatalf("%s: %v", who, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: GET /metrics: %s\n%s", who, resp.Status, body)
+		}
+		// promtool's naming advice about Flink's camelCase names.
+		advice := regexp.MustCompile(`camelCase`)
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin = bytes.NewReader(body)
+		out, _ := cmd.CombinedOutput()
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if line != "" && !advice.MatchString(line) {
+				t.Errorf("%s: promtool check metrics: %s", who, line)
+			}
+		}
+		return string(body)
+	}
+	var tmText string
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		tmText = scrape("taskmanager", tmProm)
+		if strings.Contains(tmText, `weir_taskmanager_job_task_numRecordsIn{`) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	jmText := scrape("jobmanager", jmProm)
+	for _, want := range []string{
+		`job_name="backpressure"`, `job_id="` + id + `"`, `task_name="Sink: slow"`, `weir_taskmanager_job_task_backPressuredTimeMsPerSecond{`,
+		`weir_taskmanager_job_task_busyTimeMsPerSecond{`, `weir_taskmanager_job_worker_heapBytes{`, "go_goroutines", "process_open_fds",
+	} {
+		if !strings.Contains(tmText, want) {
+			t.Errorf("the taskmanager's metrics lack %s", want)
+		}
+	}
+	for _, want := range []string{`weir_jobmanager_job_numRestarts{job_id="` + id + `",job_name="backpressure"} 0`,
+		"weir_jobmanager_numRegisteredTaskManagers 1"} {
+		if !strings.Contains(jmText, want) {
+			t.Errorf("the jobmanager's metrics lack %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("taskmanager:\n%s\njobmanager:\n%s", tmText, jmText)
+	}
+	// The logs name the endpoints.
+	if !jm.waitStderr("prometheus metrics", time.Second) || !tm.waitStderr("prometheus metrics", time.Second) {
+		t.Errorf("the processes did not log their Prometheus endpoints")
+	}
+}
