@@ -33,6 +33,11 @@ fi
 if ! command -v chromium >/dev/null 2>&1; then
 	missing+=(chromium)
 fi
+# promtool (Debian's prometheus) parses the Prometheus endpoints of a
+# JobManager and a TaskManager in cmd/weir's TestPrometheusEndpoints.
+if ! command -v promtool >/dev/null 2>&1; then
+	missing+=(prometheus)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
 	sudo=""
 	[ "$(id -u)" -ne 0 ] && sudo=sudo
