@@ -101,8 +101,18 @@ func startProc(t *testing.T, name string, env []string, args ...string) *proc {
 			p.cmd.Env = append(p.cmd.Env, e)
 		}
 	}
+	// The process's temporary directories (a TaskManager's working
+	// directory with the uploaded programs, a JobManager's) go under one
+	// of the test's own: a process killed with SIGKILL cannot remove
+	// them, and hundreds of them filled the disk.
+	tmp, err := os.MkdirTemp("", "weir-test-"+strings.ReplaceAll(name, " ", "-")+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Env = append(p.cmd.Env, "TMPDIR="+tmp)
 	p.cmd.Env = append(p.cmd.Env, env...)
 	if err := p.cmd.Start(); err != nil {
+		os.RemoveAll(tmp)
 		t.Fatal(err)
 	}
 	go func() {
@@ -112,6 +122,9 @@ func startProc(t *testing.T, name string, env []string, args ...string) *proc {
 	t.Cleanup(func() {
 		p.cmd.Process.Kill()
 		<-p.done
+		// Best effort: a worker of a killed TaskManager may still be
+		// exiting.
+		os.RemoveAll(tmp)
 		if t.Failed() {
 			t.Logf("%s stderr:\n%s", p.name, p.stderr.String())
 		}
