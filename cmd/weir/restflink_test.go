@@ -41,6 +41,11 @@ func TestClusterFlinkMonitoringAPI(t *testing.T) {
 		t.Fatalf("weir run: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	id := jobID(t, stdout)
+	// Not a terminal: plain progress lines with each vertex's records and
+	// rates.
+	if !strings.Contains(stdout, "/s) out ") || strings.Contains(stdout, "\x1b[") {
+		t.Errorf("weir run's progress lines lack the vertices' rates, or hold terminal escapes:\n%s", stdout)
+	}
 	d, err := client.Job(context.Background(), id)
 	if err != nil || d.State != cluster.JobFinished {
 		t.Fatalf("GET /jobs/%s = %+v, %v", id, d, err)

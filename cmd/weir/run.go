@@ -208,6 +208,7 @@ func followJob(ctx context.Context, client *cluster.RESTClient, id string, poll 
 	var last string
 	var lastPrint time.Time
 	var failingSince time.Time
+	view := newProgress(stdout)
 	tick := time.NewTicker(max(poll, 10*time.Millisecond))
 	defer tick.Stop()
 	for {
@@ -235,8 +236,13 @@ func followJob(ctx context.Context, client *cluster.RESTClient, id string, poll 
 		default:
 			failingSince = time.Time{}
 			key := fmt.Sprintf("%s/%d/%d/%s/%s", d.State, d.Attempt, d.Checkpoints.Completed, d.Waiting, d.TaskManager)
-			if key != last || time.Since(lastPrint) >= 2*time.Second || cluster.IsTerminalJobState(d.State) {
-				fmt.Fprintln(stdout, progressLine(d))
+			every := 2 * time.Second
+			if view.tty {
+				every = 500 * time.Millisecond
+			}
+			if key != last || time.Since(lastPrint) >= every || cluster.IsTerminalJobState(d.State) {
+				views, latest := view.observe(ctx, client, d)
+				view.show(d, views, latest)
 				last, lastPrint = key, time.Now()
 			}
 			switch d.State {
@@ -270,9 +276,6 @@ func progressLine(d cluster.JobDetails) string {
 		fmt.Fprintf(&b, ", waiting: %s", d.Waiting)
 	}
 	fmt.Fprintf(&b, ", checkpoints %d", d.Checkpoints.Completed)
-	for _, v := range d.Vertices {
-		fmt.Fprintf(&b, " | %s: in %d out %d", v.Name, v.Metrics.ReadRecords, v.Metrics.WriteRecords)
-	}
 	if d.Error != "" && d.State != cluster.JobRunning {
 		fmt.Fprintf(&b, "\n  error: %s", d.Error)
 	}

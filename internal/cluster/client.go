@@ -206,3 +206,15 @@ type RESTError struct {
 }
 
 func (e *RESTError) Error() string { return e.Msg }
+
+// BackPressure fetches GET /jobs/{id}/vertices/{vid}/backpressure.
+func (c *RESTClient) BackPressure(ctx context.Context, id, vid string) (BackPressureJSON, error) {
+	var out BackPressureJSON
+	return out, c.get(ctx, "/jobs/"+url.PathEscape(id)+"/vertices/"+url.PathEscape(vid)+"/backpressure", &out)
+}
+
+// Checkpointing fetches GET /jobs/{id}/checkpoints.
+func (c *RESTClient) Checkpointing(ctx context.Context, id string) (CheckpointingStatisticsJSON, error) {
+	var out CheckpointingStatisticsJSON
+	return out, c.get(ctx, "/jobs/"+url.PathEscape(id)+"/checkpoints", &out)
+}
