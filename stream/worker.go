@@ -16,6 +16,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -397,6 +399,7 @@ func (w *worker) start(jc *JobClient) {
 		w.ln = ln
 		mux := http.NewServeMux()
 		mux.HandleFunc("POST /savepoint", w.handleSavepoint)
+		mux.HandleFunc("GET /profile/{kind}", w.handleProfile)
 		w.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go w.server.Serve(ln)
 	} else {
@@ -548,6 +551,46 @@ func (w *worker) writeStatus(st WorkerStatus) {
 		os.Remove(tmp.Name())
 		fmt.Fprintf(os.Stderr, "weir worker: status file: %v\n", err)
 	}
+}
+
+// handleProfile writes a pprof profile of this process: GET
+// /profile/cpu?seconds=N samples for N seconds (1 to 60), /profile/heap,
+// /profile/allocs and /profile/goroutine take a snapshot. Task goroutines
+// carry the labels "task" and "vertex".
+func (w *worker) handleProfile(rw http.ResponseWriter, r *http.Request) {
+	if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+w.token)) != 1 {
+		http.Error(rw, "wrong or missing worker token", http.StatusUnauthorized)
+		return
+	}
+	kind := r.PathValue("kind")
+	if kind != "cpu" {
+		p := pprof.Lookup(kind)
+		if p == nil || !slices.Contains([]string{"heap", "allocs", "goroutine"}, kind) {
+			http.Error(rw, fmt.Sprintf("unknown profile %q: cpu, heap, allocs or goroutine", kind), http.StatusBadRequest)
+			return
+		}
+		rw.Header().Set("Content-Type", "application/octet-stream")
+		p.WriteTo(rw, 0)
+		return
+	}
+	seconds, err := strconv.Atoi(r.URL.Query().Get("seconds"))
+	if err != nil || seconds < 1 || seconds > 60 {
+		http.Error(rw, "seconds: want 1 to 60", http.StatusBadRequest)
+		return
+	}
+	var buf bytes.Buffer
+	if err := pprof.StartCPUProfile(&buf); err != nil {
+		// Another CPU profile is running: only one at a time.
+		http.Error(rw, "cpu profile: "+err.Error(), http.StatusConflict)
+		return
+	}
+	select {
+	case <-time.After(time.Duration(seconds) * time.Second):
+	case <-r.Context().Done():
+	}
+	pprof.StopCPUProfile()
+	rw.Header().Set("Content-Type", "application/octet-stream")
+	rw.Write(buf.Bytes())
 }
 
 func (w *worker) handleSavepoint(rw http.ResponseWriter, r *http.Request) {

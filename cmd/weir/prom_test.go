@@ -4,15 +4,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/pprof/profile"
 
 	"github.com/weirproject/weir/internal/cluster"
 )
@@ -47,7 +51,7 @@ func TestPrometheusEndpoints(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", program, "./testdata/slowsink").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	stdout, stderr, code := weir(t, "run", "-d", "--jobmanager", strings.TrimPrefix(rest, "http://"), "-p", "1", program, "--rate", "5000")
+	stdout, stderr, code := weir(t, "run", "-d", "--jobmanager", strings.TrimPrefix(rest, "http://"), "-p", "1", program, "--rate", "1000000000")
 	if code != exitOK {
 		t.Fatalf("weir run -d: exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -107,8 +111,82 @@ func TestPrometheusEndpoints(t *testing.T) {
 	if t.Failed() {
 		t.Logf("taskmanager:\n%s\njobmanager:\n%s", tmText, jmText)
 	}
+	// Profiles on demand: a goroutine profile of the job's worker through
+	// the JobManager shows the task goroutines with their vertex labels,
+	// and a flame graph of the busy sink vertex has samples of its
+	// writer.
+	d, err := client.Job(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	source, sink := d.Vertices[0], d.Vertices[1]
+	resp, err := http.Get(rest + "/taskmanagers/" + source.Subtasks[0].TaskManager + "/profile?type=goroutine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("goroutine profile: %s %s", resp.Status, data)
+	}
+	prof, err := profile.ParseData(data)
+	if err != nil {
+		t.Fatalf("goroutine profile: %v", err)
+	}
+	labelled := map[string]bool{}
+	for _, smp := range prof.Sample {
+		for _, v := range smp.Label["vertex"] {
+			labelled[v] = true
+		}
+	}
+	if !labelled[source.ID] || !labelled[sink.ID] {
+		t.Errorf("goroutine profile: vertex labels %v, want %s and %s", labelled, source.ID, sink.ID)
+	}
+	var fg cluster.FlameGraphJSON
+	getREST(t, rest, "/jobs/"+id+"/vertices/"+sink.ID+"/flamegraph?seconds=2", &fg)
+	var names []string
+	var check func(n *cluster.FlameNodeJSON)
+	check = func(n *cluster.FlameNodeJSON) {
+		names = append(names, n.Name)
+		sum := int64(0)
+		for _, c := range n.Children {
+			sum += c.Value
+			check(c)
+		}
+		if sum > n.Value {
+			t.Errorf("flame graph node %s: children hold %d samples, more than its %d", n.Name, sum, n.Value)
+		}
+	}
+	if fg.Data == nil || fg.Data.Value == 0 {
+		t.Fatalf("flame graph of the sink: %+v", fg)
+	}
+	check(fg.Data)
+	if !slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, "slowWriter") }) {
+		t.Errorf("flame graph of the sink (%d samples) has no frame of its writer: %v", fg.Data.Value, names)
+	}
+	if slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, "runtime.RunSource") }) {
+		t.Errorf("flame graph of the sink holds the source task's frames")
+	}
+	if code, _ := getStatus(rest + "/taskmanagers/nope/profile?job=" + id); code != http.StatusNotFound {
+		t.Errorf("profile of an unknown taskmanager: %d, want 404", code)
+	}
+	if code, _ := getStatus(rest + "/taskmanagers/" + source.Subtasks[0].TaskManager + "/profile?type=bogus"); code != http.StatusBadRequest {
+		t.Errorf("profile of an unknown type: %d, want 400", code)
+	}
+
 	// The logs name the endpoints.
 	if !jm.waitStderr("prometheus metrics", time.Second) || !tm.waitStderr("prometheus metrics", time.Second) {
 		t.Errorf("the processes did not log their Prometheus endpoints")
 	}
+}
+
+// getStatus GETs url and returns the status code and body.
+func getStatus(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }

@@ -111,6 +111,8 @@ func (jm *JobManager) restHandler() http.Handler {
 	route("/jobs/{id}/vertices/{vid}/backpressure", get(jm.handleBackPressure))
 	route("/jobs/{id}/vertices/{vid}/watermarks", get(jm.handleWatermarks))
 	route("/jobs/{id}/vertices/{vid}/metrics", get(jm.handleVertexMetrics))
+	route("/jobs/{id}/vertices/{vid}/flamegraph", get(jm.handleFlameGraph))
+	route("/taskmanagers/{id}/profile", get(jm.handleTaskManagerProfile))
 	route("/jobs/{id}/savepoints", map[string]http.HandlerFunc{http.MethodPost: jm.handleSavepoint})
 	route("/jobs/{id}/savepoints/{triggerid}", get(jm.handleSavepointStatus))
 	route("/jobs/{id}/stop", map[string]http.HandlerFunc{http.MethodPost: jm.handleStop})

@@ -656,8 +656,6 @@ func (s *tmService) TriggerSavepoint(ctx context.Context, req *rpcpb.TriggerSave
 	return &rpcpb.TriggerSavepointResponse{Path: out.Path}, nil
 }
 
-// statuses returns what the next heartbeat answer reports, and forgets
-// attempts that ended long enough ago.
 // snapshot lists the attempts.
 func (w *workers) snapshot() []*workerAttempt {
 	w.mu.Lock()
@@ -669,6 +667,8 @@ func (w *workers) snapshot() []*workerAttempt {
 	return out
 }
 
+// statuses returns what the next heartbeat answer reports, and forgets
+// attempts that ended long enough ago.
 func (w *workers) statuses() []*rpcpb.JobStatus {
 	w.mu.Lock()
 	defer w.mu.Unlock()

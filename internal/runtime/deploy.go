@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -421,6 +422,10 @@ func (d *deployer) runAttempt(ctx context.Context, a *attempt) error {
 				}
 			}()
 			defer close(t.done)
+			// CPU profiles of the worker attribute samples to tasks
+			// (flame graphs per vertex); goroutines the task starts
+			// inherit the labels.
+			pprof.SetGoroutineLabels(pprof.WithLabels(gctx, pprof.Labels("task", t.Name(), "vertex", t.vertexID)))
 			ex.Transition(graph.StateRunning, nil)
 			err = run(t, head, g)
 			switch {

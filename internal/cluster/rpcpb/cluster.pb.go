@@ -276,6 +276,121 @@ func (*RequestHeartbeatResponse) Descriptor() ([]byte, []int) {
 	return file_cluster_proto_rawDescGZIP(), []int{3}
 }
 
+type ProfileRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// cpu, heap, allocs or goroutine.
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// For cpu: how long to sample, 1 to 60.
+	Seconds       int32 `protobuf:"varint,3,opt,name=seconds,proto3" json:"seconds,omitempty"`
+	LeaderTerm    int64 `protobuf:"varint,4,opt,name=leader_term,json=leaderTerm,proto3" json:"leader_term,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProfileRequest) Reset() {
+	*x = ProfileRequest{}
+	mi := &file_cluster_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProfileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProfileRequest) ProtoMessage() {}
+
+func (x *ProfileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProfileRequest.ProtoReflect.Descriptor instead.
+func (*ProfileRequest) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ProfileRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *ProfileRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ProfileRequest) GetSeconds() int32 {
+	if x != nil {
+		return x.Seconds
+	}
+	return 0
+}
+
+func (x *ProfileRequest) GetLeaderTerm() int64 {
+	if x != nil {
+		return x.LeaderTerm
+	}
+	return 0
+}
+
+type ProfileResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The profile in pprof's format (gzipped protobuf).
+	Data          []byte `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProfileResponse) Reset() {
+	*x = ProfileResponse{}
+	mi := &file_cluster_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProfileResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProfileResponse) ProtoMessage() {}
+
+func (x *ProfileResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProfileResponse.ProtoReflect.Descriptor instead.
+func (*ProfileResponse) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ProfileResponse) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
 type Hardware struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	CpuCores int32                  `protobuf:"varint,1,opt,name=cpu_cores,json=cpuCores,proto3" json:"cpu_cores,omitempty"`
@@ -287,7 +402,7 @@ type Hardware struct {
 
 func (x *Hardware) Reset() {
 	*x = Hardware{}
-	mi := &file_cluster_proto_msgTypes[4]
+	mi := &file_cluster_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -299,7 +414,7 @@ func (x *Hardware) String() string {
 func (*Hardware) ProtoMessage() {}
 
 func (x *Hardware) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[4]
+	mi := &file_cluster_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -312,7 +427,7 @@ func (x *Hardware) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hardware.ProtoReflect.Descriptor instead.
 func (*Hardware) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{4}
+	return file_cluster_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Hardware) GetCpuCores() int32 {
@@ -347,7 +462,7 @@ type RegisterTaskManagerRequest struct {
 
 func (x *RegisterTaskManagerRequest) Reset() {
 	*x = RegisterTaskManagerRequest{}
-	mi := &file_cluster_proto_msgTypes[5]
+	mi := &file_cluster_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -359,7 +474,7 @@ func (x *RegisterTaskManagerRequest) String() string {
 func (*RegisterTaskManagerRequest) ProtoMessage() {}
 
 func (x *RegisterTaskManagerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[5]
+	mi := &file_cluster_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -372,7 +487,7 @@ func (x *RegisterTaskManagerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTaskManagerRequest.ProtoReflect.Descriptor instead.
 func (*RegisterTaskManagerRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{5}
+	return file_cluster_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RegisterTaskManagerRequest) GetResourceId() string {
@@ -427,7 +542,7 @@ type RegisterTaskManagerResponse struct {
 
 func (x *RegisterTaskManagerResponse) Reset() {
 	*x = RegisterTaskManagerResponse{}
-	mi := &file_cluster_proto_msgTypes[6]
+	mi := &file_cluster_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -439,7 +554,7 @@ func (x *RegisterTaskManagerResponse) String() string {
 func (*RegisterTaskManagerResponse) ProtoMessage() {}
 
 func (x *RegisterTaskManagerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[6]
+	mi := &file_cluster_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -452,7 +567,7 @@ func (x *RegisterTaskManagerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTaskManagerResponse.ProtoReflect.Descriptor instead.
 func (*RegisterTaskManagerResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{6}
+	return file_cluster_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RegisterTaskManagerResponse) GetJobmanagerId() string {
@@ -493,7 +608,7 @@ type UnregisterTaskManagerRequest struct {
 
 func (x *UnregisterTaskManagerRequest) Reset() {
 	*x = UnregisterTaskManagerRequest{}
-	mi := &file_cluster_proto_msgTypes[7]
+	mi := &file_cluster_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -505,7 +620,7 @@ func (x *UnregisterTaskManagerRequest) String() string {
 func (*UnregisterTaskManagerRequest) ProtoMessage() {}
 
 func (x *UnregisterTaskManagerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[7]
+	mi := &file_cluster_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -518,7 +633,7 @@ func (x *UnregisterTaskManagerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnregisterTaskManagerRequest.ProtoReflect.Descriptor instead.
 func (*UnregisterTaskManagerRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{7}
+	return file_cluster_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UnregisterTaskManagerRequest) GetResourceId() string {
@@ -543,7 +658,7 @@ type UnregisterTaskManagerResponse struct {
 
 func (x *UnregisterTaskManagerResponse) Reset() {
 	*x = UnregisterTaskManagerResponse{}
-	mi := &file_cluster_proto_msgTypes[8]
+	mi := &file_cluster_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -555,7 +670,7 @@ func (x *UnregisterTaskManagerResponse) String() string {
 func (*UnregisterTaskManagerResponse) ProtoMessage() {}
 
 func (x *UnregisterTaskManagerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[8]
+	mi := &file_cluster_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -568,7 +683,7 @@ func (x *UnregisterTaskManagerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnregisterTaskManagerResponse.ProtoReflect.Descriptor instead.
 func (*UnregisterTaskManagerResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{8}
+	return file_cluster_proto_rawDescGZIP(), []int{10}
 }
 
 type HeartbeatRequest struct {
@@ -585,7 +700,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_cluster_proto_msgTypes[9]
+	mi := &file_cluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -597,7 +712,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[9]
+	mi := &file_cluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -610,7 +725,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{9}
+	return file_cluster_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *HeartbeatRequest) GetJobmanagerId() string {
@@ -645,7 +760,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_cluster_proto_msgTypes[10]
+	mi := &file_cluster_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -657,7 +772,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[10]
+	mi := &file_cluster_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -670,7 +785,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{10}
+	return file_cluster_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *HeartbeatResponse) GetJobs() []*JobStatus {
@@ -708,7 +823,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_cluster_proto_msgTypes[11]
+	mi := &file_cluster_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -720,7 +835,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[11]
+	mi := &file_cluster_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -733,7 +848,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{11}
+	return file_cluster_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *JobStatus) GetJobId() string {
@@ -821,7 +936,7 @@ type VertexStatus struct {
 
 func (x *VertexStatus) Reset() {
 	*x = VertexStatus{}
-	mi := &file_cluster_proto_msgTypes[12]
+	mi := &file_cluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -833,7 +948,7 @@ func (x *VertexStatus) String() string {
 func (*VertexStatus) ProtoMessage() {}
 
 func (x *VertexStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[12]
+	mi := &file_cluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -846,7 +961,7 @@ func (x *VertexStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VertexStatus.ProtoReflect.Descriptor instead.
 func (*VertexStatus) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{12}
+	return file_cluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *VertexStatus) GetId() string {
@@ -922,7 +1037,7 @@ type SubtaskMetrics struct {
 
 func (x *SubtaskMetrics) Reset() {
 	*x = SubtaskMetrics{}
-	mi := &file_cluster_proto_msgTypes[13]
+	mi := &file_cluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -934,7 +1049,7 @@ func (x *SubtaskMetrics) String() string {
 func (*SubtaskMetrics) ProtoMessage() {}
 
 func (x *SubtaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[13]
+	mi := &file_cluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -947,7 +1062,7 @@ func (x *SubtaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubtaskMetrics.ProtoReflect.Descriptor instead.
 func (*SubtaskMetrics) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{13}
+	return file_cluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SubtaskMetrics) GetSubtask() int32 {
@@ -1113,7 +1228,7 @@ type CheckpointStats struct {
 
 func (x *CheckpointStats) Reset() {
 	*x = CheckpointStats{}
-	mi := &file_cluster_proto_msgTypes[14]
+	mi := &file_cluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1125,7 +1240,7 @@ func (x *CheckpointStats) String() string {
 func (*CheckpointStats) ProtoMessage() {}
 
 func (x *CheckpointStats) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[14]
+	mi := &file_cluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1138,7 +1253,7 @@ func (x *CheckpointStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointStats.ProtoReflect.Descriptor instead.
 func (*CheckpointStats) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{14}
+	return file_cluster_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CheckpointStats) GetId() int64 {
@@ -1206,7 +1321,7 @@ type FetchArtifactRequest struct {
 
 func (x *FetchArtifactRequest) Reset() {
 	*x = FetchArtifactRequest{}
-	mi := &file_cluster_proto_msgTypes[15]
+	mi := &file_cluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1218,7 +1333,7 @@ func (x *FetchArtifactRequest) String() string {
 func (*FetchArtifactRequest) ProtoMessage() {}
 
 func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[15]
+	mi := &file_cluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1231,7 +1346,7 @@ func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchArtifactRequest.ProtoReflect.Descriptor instead.
 func (*FetchArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{15}
+	return file_cluster_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FetchArtifactRequest) GetSha256() string {
@@ -1250,7 +1365,7 @@ type ArtifactChunk struct {
 
 func (x *ArtifactChunk) Reset() {
 	*x = ArtifactChunk{}
-	mi := &file_cluster_proto_msgTypes[16]
+	mi := &file_cluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1262,7 +1377,7 @@ func (x *ArtifactChunk) String() string {
 func (*ArtifactChunk) ProtoMessage() {}
 
 func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[16]
+	mi := &file_cluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1275,7 +1390,7 @@ func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactChunk.ProtoReflect.Descriptor instead.
 func (*ArtifactChunk) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{16}
+	return file_cluster_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ArtifactChunk) GetData() []byte {
@@ -1326,7 +1441,7 @@ type SubmitJobRequest struct {
 
 func (x *SubmitJobRequest) Reset() {
 	*x = SubmitJobRequest{}
-	mi := &file_cluster_proto_msgTypes[17]
+	mi := &file_cluster_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1338,7 +1453,7 @@ func (x *SubmitJobRequest) String() string {
 func (*SubmitJobRequest) ProtoMessage() {}
 
 func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[17]
+	mi := &file_cluster_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1351,7 +1466,7 @@ func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{17}
+	return file_cluster_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SubmitJobRequest) GetRegistrationId() string {
@@ -1467,7 +1582,7 @@ type SubmitJobResponse struct {
 
 func (x *SubmitJobResponse) Reset() {
 	*x = SubmitJobResponse{}
-	mi := &file_cluster_proto_msgTypes[18]
+	mi := &file_cluster_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1479,7 +1594,7 @@ func (x *SubmitJobResponse) String() string {
 func (*SubmitJobResponse) ProtoMessage() {}
 
 func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[18]
+	mi := &file_cluster_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1492,7 +1607,7 @@ func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobResponse.ProtoReflect.Descriptor instead.
 func (*SubmitJobResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{18}
+	return file_cluster_proto_rawDescGZIP(), []int{20}
 }
 
 type ReportWorkerRequest struct {
@@ -1512,7 +1627,7 @@ type ReportWorkerRequest struct {
 
 func (x *ReportWorkerRequest) Reset() {
 	*x = ReportWorkerRequest{}
-	mi := &file_cluster_proto_msgTypes[19]
+	mi := &file_cluster_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1524,7 +1639,7 @@ func (x *ReportWorkerRequest) String() string {
 func (*ReportWorkerRequest) ProtoMessage() {}
 
 func (x *ReportWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[19]
+	mi := &file_cluster_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1537,7 +1652,7 @@ func (x *ReportWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportWorkerRequest.ProtoReflect.Descriptor instead.
 func (*ReportWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{19}
+	return file_cluster_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ReportWorkerRequest) GetResourceId() string {
@@ -1601,7 +1716,7 @@ type ReportWorkerResponse struct {
 
 func (x *ReportWorkerResponse) Reset() {
 	*x = ReportWorkerResponse{}
-	mi := &file_cluster_proto_msgTypes[20]
+	mi := &file_cluster_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1613,7 +1728,7 @@ func (x *ReportWorkerResponse) String() string {
 func (*ReportWorkerResponse) ProtoMessage() {}
 
 func (x *ReportWorkerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[20]
+	mi := &file_cluster_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1626,7 +1741,7 @@ func (x *ReportWorkerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportWorkerResponse.ProtoReflect.Descriptor instead.
 func (*ReportWorkerResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{20}
+	return file_cluster_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ReportWorkerResponse) GetComplete() bool {
@@ -1659,7 +1774,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_cluster_proto_msgTypes[21]
+	mi := &file_cluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1671,7 +1786,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[21]
+	mi := &file_cluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1684,7 +1799,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{21}
+	return file_cluster_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CancelJobRequest) GetJobId() string {
@@ -1723,7 +1838,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_cluster_proto_msgTypes[22]
+	mi := &file_cluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1735,7 +1850,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[22]
+	mi := &file_cluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1748,7 +1863,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{22}
+	return file_cluster_proto_rawDescGZIP(), []int{24}
 }
 
 type TriggerSavepointRequest struct {
@@ -1768,7 +1883,7 @@ type TriggerSavepointRequest struct {
 
 func (x *TriggerSavepointRequest) Reset() {
 	*x = TriggerSavepointRequest{}
-	mi := &file_cluster_proto_msgTypes[23]
+	mi := &file_cluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1780,7 +1895,7 @@ func (x *TriggerSavepointRequest) String() string {
 func (*TriggerSavepointRequest) ProtoMessage() {}
 
 func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[23]
+	mi := &file_cluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1793,7 +1908,7 @@ func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerSavepointRequest.ProtoReflect.Descriptor instead.
 func (*TriggerSavepointRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{23}
+	return file_cluster_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TriggerSavepointRequest) GetJobId() string {
@@ -1847,7 +1962,7 @@ type TriggerSavepointResponse struct {
 
 func (x *TriggerSavepointResponse) Reset() {
 	*x = TriggerSavepointResponse{}
-	mi := &file_cluster_proto_msgTypes[24]
+	mi := &file_cluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1859,7 +1974,7 @@ func (x *TriggerSavepointResponse) String() string {
 func (*TriggerSavepointResponse) ProtoMessage() {}
 
 func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[24]
+	mi := &file_cluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1872,7 +1987,7 @@ func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerSavepointResponse.ProtoReflect.Descriptor instead.
 func (*TriggerSavepointResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{24}
+	return file_cluster_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TriggerSavepointResponse) GetPath() string {
@@ -1906,7 +2021,15 @@ const file_cluster_proto_rawDesc = "" +
 	"\vresource_id\x18\x01 \x01(\tR\n" +
 	"resourceId\x12'\n" +
 	"\x0fregistration_id\x18\x02 \x01(\tR\x0eregistrationId\"\x1a\n" +
-	"\x18RequestHeartbeatResponse\"[\n" +
+	"\x18RequestHeartbeatResponse\"v\n" +
+	"\x0eProfileRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x18\n" +
+	"\aseconds\x18\x03 \x01(\x05R\aseconds\x12\x1f\n" +
+	"\vleader_term\x18\x04 \x01(\x03R\n" +
+	"leaderTerm\"%\n" +
+	"\x0fProfileResponse\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"[\n" +
 	"\bHardware\x12\x1b\n" +
 	"\tcpu_cores\x18\x01 \x01(\x05R\bcpuCores\x122\n" +
 	"\x15physical_memory_bytes\x18\x02 \x01(\x03R\x13physicalMemoryBytes\"\xcd\x01\n" +
@@ -2055,12 +2178,13 @@ const file_cluster_proto_rawDesc = "" +
 	"\rFetchArtifact\x12%.weir.cluster.v1.FetchArtifactRequest\x1a\x1e.weir.cluster.v1.ArtifactChunk0\x01\x12[\n" +
 	"\fReportWorker\x12$.weir.cluster.v1.ReportWorkerRequest\x1a%.weir.cluster.v1.ReportWorkerResponse\x12g\n" +
 	"\x10RequestHeartbeat\x12(.weir.cluster.v1.RequestHeartbeatRequest\x1a).weir.cluster.v1.RequestHeartbeatResponse\x12j\n" +
-	"\x11ConfirmCheckpoint\x12).weir.cluster.v1.ConfirmCheckpointRequest\x1a*.weir.cluster.v1.ConfirmCheckpointResponse2\xf2\x02\n" +
+	"\x11ConfirmCheckpoint\x12).weir.cluster.v1.ConfirmCheckpointRequest\x1a*.weir.cluster.v1.ConfirmCheckpointResponse2\xc0\x03\n" +
 	"\vTaskManager\x12R\n" +
 	"\tHeartbeat\x12!.weir.cluster.v1.HeartbeatRequest\x1a\".weir.cluster.v1.HeartbeatResponse\x12R\n" +
 	"\tSubmitJob\x12!.weir.cluster.v1.SubmitJobRequest\x1a\".weir.cluster.v1.SubmitJobResponse\x12R\n" +
 	"\tCancelJob\x12!.weir.cluster.v1.CancelJobRequest\x1a\".weir.cluster.v1.CancelJobResponse\x12g\n" +
-	"\x10TriggerSavepoint\x12(.weir.cluster.v1.TriggerSavepointRequest\x1a).weir.cluster.v1.TriggerSavepointResponseB4Z2github.com/weirproject/weir/internal/cluster/rpcpbb\x06proto3"
+	"\x10TriggerSavepoint\x12(.weir.cluster.v1.TriggerSavepointRequest\x1a).weir.cluster.v1.TriggerSavepointResponse\x12L\n" +
+	"\aProfile\x12\x1f.weir.cluster.v1.ProfileRequest\x1a .weir.cluster.v1.ProfileResponseB4Z2github.com/weirproject/weir/internal/cluster/rpcpbb\x06proto3"
 
 var (
 	file_cluster_proto_rawDescOnce sync.Once
@@ -2074,62 +2198,66 @@ func file_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_proto_rawDescData
 }
 
-var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_cluster_proto_goTypes = []any{
 	(*ConfirmCheckpointRequest)(nil),      // 0: weir.cluster.v1.ConfirmCheckpointRequest
 	(*ConfirmCheckpointResponse)(nil),     // 1: weir.cluster.v1.ConfirmCheckpointResponse
 	(*RequestHeartbeatRequest)(nil),       // 2: weir.cluster.v1.RequestHeartbeatRequest
 	(*RequestHeartbeatResponse)(nil),      // 3: weir.cluster.v1.RequestHeartbeatResponse
-	(*Hardware)(nil),                      // 4: weir.cluster.v1.Hardware
-	(*RegisterTaskManagerRequest)(nil),    // 5: weir.cluster.v1.RegisterTaskManagerRequest
-	(*RegisterTaskManagerResponse)(nil),   // 6: weir.cluster.v1.RegisterTaskManagerResponse
-	(*UnregisterTaskManagerRequest)(nil),  // 7: weir.cluster.v1.UnregisterTaskManagerRequest
-	(*UnregisterTaskManagerResponse)(nil), // 8: weir.cluster.v1.UnregisterTaskManagerResponse
-	(*HeartbeatRequest)(nil),              // 9: weir.cluster.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),             // 10: weir.cluster.v1.HeartbeatResponse
-	(*JobStatus)(nil),                     // 11: weir.cluster.v1.JobStatus
-	(*VertexStatus)(nil),                  // 12: weir.cluster.v1.VertexStatus
-	(*SubtaskMetrics)(nil),                // 13: weir.cluster.v1.SubtaskMetrics
-	(*CheckpointStats)(nil),               // 14: weir.cluster.v1.CheckpointStats
-	(*FetchArtifactRequest)(nil),          // 15: weir.cluster.v1.FetchArtifactRequest
-	(*ArtifactChunk)(nil),                 // 16: weir.cluster.v1.ArtifactChunk
-	(*SubmitJobRequest)(nil),              // 17: weir.cluster.v1.SubmitJobRequest
-	(*SubmitJobResponse)(nil),             // 18: weir.cluster.v1.SubmitJobResponse
-	(*ReportWorkerRequest)(nil),           // 19: weir.cluster.v1.ReportWorkerRequest
-	(*ReportWorkerResponse)(nil),          // 20: weir.cluster.v1.ReportWorkerResponse
-	(*CancelJobRequest)(nil),              // 21: weir.cluster.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),             // 22: weir.cluster.v1.CancelJobResponse
-	(*TriggerSavepointRequest)(nil),       // 23: weir.cluster.v1.TriggerSavepointRequest
-	(*TriggerSavepointResponse)(nil),      // 24: weir.cluster.v1.TriggerSavepointResponse
+	(*ProfileRequest)(nil),                // 4: weir.cluster.v1.ProfileRequest
+	(*ProfileResponse)(nil),               // 5: weir.cluster.v1.ProfileResponse
+	(*Hardware)(nil),                      // 6: weir.cluster.v1.Hardware
+	(*RegisterTaskManagerRequest)(nil),    // 7: weir.cluster.v1.RegisterTaskManagerRequest
+	(*RegisterTaskManagerResponse)(nil),   // 8: weir.cluster.v1.RegisterTaskManagerResponse
+	(*UnregisterTaskManagerRequest)(nil),  // 9: weir.cluster.v1.UnregisterTaskManagerRequest
+	(*UnregisterTaskManagerResponse)(nil), // 10: weir.cluster.v1.UnregisterTaskManagerResponse
+	(*HeartbeatRequest)(nil),              // 11: weir.cluster.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),             // 12: weir.cluster.v1.HeartbeatResponse
+	(*JobStatus)(nil),                     // 13: weir.cluster.v1.JobStatus
+	(*VertexStatus)(nil),                  // 14: weir.cluster.v1.VertexStatus
+	(*SubtaskMetrics)(nil),                // 15: weir.cluster.v1.SubtaskMetrics
+	(*CheckpointStats)(nil),               // 16: weir.cluster.v1.CheckpointStats
+	(*FetchArtifactRequest)(nil),          // 17: weir.cluster.v1.FetchArtifactRequest
+	(*ArtifactChunk)(nil),                 // 18: weir.cluster.v1.ArtifactChunk
+	(*SubmitJobRequest)(nil),              // 19: weir.cluster.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),             // 20: weir.cluster.v1.SubmitJobResponse
+	(*ReportWorkerRequest)(nil),           // 21: weir.cluster.v1.ReportWorkerRequest
+	(*ReportWorkerResponse)(nil),          // 22: weir.cluster.v1.ReportWorkerResponse
+	(*CancelJobRequest)(nil),              // 23: weir.cluster.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),             // 24: weir.cluster.v1.CancelJobResponse
+	(*TriggerSavepointRequest)(nil),       // 25: weir.cluster.v1.TriggerSavepointRequest
+	(*TriggerSavepointResponse)(nil),      // 26: weir.cluster.v1.TriggerSavepointResponse
 }
 var file_cluster_proto_depIdxs = []int32{
-	4,  // 0: weir.cluster.v1.RegisterTaskManagerRequest.hardware:type_name -> weir.cluster.v1.Hardware
-	11, // 1: weir.cluster.v1.HeartbeatResponse.jobs:type_name -> weir.cluster.v1.JobStatus
-	12, // 2: weir.cluster.v1.JobStatus.vertices:type_name -> weir.cluster.v1.VertexStatus
-	14, // 3: weir.cluster.v1.JobStatus.checkpoints:type_name -> weir.cluster.v1.CheckpointStats
-	13, // 4: weir.cluster.v1.VertexStatus.subtasks:type_name -> weir.cluster.v1.SubtaskMetrics
-	5,  // 5: weir.cluster.v1.JobManager.RegisterTaskManager:input_type -> weir.cluster.v1.RegisterTaskManagerRequest
-	7,  // 6: weir.cluster.v1.JobManager.UnregisterTaskManager:input_type -> weir.cluster.v1.UnregisterTaskManagerRequest
-	15, // 7: weir.cluster.v1.JobManager.FetchArtifact:input_type -> weir.cluster.v1.FetchArtifactRequest
-	19, // 8: weir.cluster.v1.JobManager.ReportWorker:input_type -> weir.cluster.v1.ReportWorkerRequest
+	6,  // 0: weir.cluster.v1.RegisterTaskManagerRequest.hardware:type_name -> weir.cluster.v1.Hardware
+	13, // 1: weir.cluster.v1.HeartbeatResponse.jobs:type_name -> weir.cluster.v1.JobStatus
+	14, // 2: weir.cluster.v1.JobStatus.vertices:type_name -> weir.cluster.v1.VertexStatus
+	16, // 3: weir.cluster.v1.JobStatus.checkpoints:type_name -> weir.cluster.v1.CheckpointStats
+	15, // 4: weir.cluster.v1.VertexStatus.subtasks:type_name -> weir.cluster.v1.SubtaskMetrics
+	7,  // 5: weir.cluster.v1.JobManager.RegisterTaskManager:input_type -> weir.cluster.v1.RegisterTaskManagerRequest
+	9,  // 6: weir.cluster.v1.JobManager.UnregisterTaskManager:input_type -> weir.cluster.v1.UnregisterTaskManagerRequest
+	17, // 7: weir.cluster.v1.JobManager.FetchArtifact:input_type -> weir.cluster.v1.FetchArtifactRequest
+	21, // 8: weir.cluster.v1.JobManager.ReportWorker:input_type -> weir.cluster.v1.ReportWorkerRequest
 	2,  // 9: weir.cluster.v1.JobManager.RequestHeartbeat:input_type -> weir.cluster.v1.RequestHeartbeatRequest
 	0,  // 10: weir.cluster.v1.JobManager.ConfirmCheckpoint:input_type -> weir.cluster.v1.ConfirmCheckpointRequest
-	9,  // 11: weir.cluster.v1.TaskManager.Heartbeat:input_type -> weir.cluster.v1.HeartbeatRequest
-	17, // 12: weir.cluster.v1.TaskManager.SubmitJob:input_type -> weir.cluster.v1.SubmitJobRequest
-	21, // 13: weir.cluster.v1.TaskManager.CancelJob:input_type -> weir.cluster.v1.CancelJobRequest
-	23, // 14: weir.cluster.v1.TaskManager.TriggerSavepoint:input_type -> weir.cluster.v1.TriggerSavepointRequest
-	6,  // 15: weir.cluster.v1.JobManager.RegisterTaskManager:output_type -> weir.cluster.v1.RegisterTaskManagerResponse
-	8,  // 16: weir.cluster.v1.JobManager.UnregisterTaskManager:output_type -> weir.cluster.v1.UnregisterTaskManagerResponse
-	16, // 17: weir.cluster.v1.JobManager.FetchArtifact:output_type -> weir.cluster.v1.ArtifactChunk
-	20, // 18: weir.cluster.v1.JobManager.ReportWorker:output_type -> weir.cluster.v1.ReportWorkerResponse
-	3,  // 19: weir.cluster.v1.JobManager.RequestHeartbeat:output_type -> weir.cluster.v1.RequestHeartbeatResponse
-	1,  // 20: weir.cluster.v1.JobManager.ConfirmCheckpoint:output_type -> weir.cluster.v1.ConfirmCheckpointResponse
-	10, // 21: weir.cluster.v1.TaskManager.Heartbeat:output_type -> weir.cluster.v1.HeartbeatResponse
-	18, // 22: weir.cluster.v1.TaskManager.SubmitJob:output_type -> weir.cluster.v1.SubmitJobResponse
-	22, // 23: weir.cluster.v1.TaskManager.CancelJob:output_type -> weir.cluster.v1.CancelJobResponse
-	24, // 24: weir.cluster.v1.TaskManager.TriggerSavepoint:output_type -> weir.cluster.v1.TriggerSavepointResponse
-	15, // [15:25] is the sub-list for method output_type
-	5,  // [5:15] is the sub-list for method input_type
+	11, // 11: weir.cluster.v1.TaskManager.Heartbeat:input_type -> weir.cluster.v1.HeartbeatRequest
+	19, // 12: weir.cluster.v1.TaskManager.SubmitJob:input_type -> weir.cluster.v1.SubmitJobRequest
+	23, // 13: weir.cluster.v1.TaskManager.CancelJob:input_type -> weir.cluster.v1.CancelJobRequest
+	25, // 14: weir.cluster.v1.TaskManager.TriggerSavepoint:input_type -> weir.cluster.v1.TriggerSavepointRequest
+	4,  // 15: weir.cluster.v1.TaskManager.Profile:input_type -> weir.cluster.v1.ProfileRequest
+	8,  // 16: weir.cluster.v1.JobManager.RegisterTaskManager:output_type -> weir.cluster.v1.RegisterTaskManagerResponse
+	10, // 17: weir.cluster.v1.JobManager.UnregisterTaskManager:output_type -> weir.cluster.v1.UnregisterTaskManagerResponse
+	18, // 18: weir.cluster.v1.JobManager.FetchArtifact:output_type -> weir.cluster.v1.ArtifactChunk
+	22, // 19: weir.cluster.v1.JobManager.ReportWorker:output_type -> weir.cluster.v1.ReportWorkerResponse
+	3,  // 20: weir.cluster.v1.JobManager.RequestHeartbeat:output_type -> weir.cluster.v1.RequestHeartbeatResponse
+	1,  // 21: weir.cluster.v1.JobManager.ConfirmCheckpoint:output_type -> weir.cluster.v1.ConfirmCheckpointResponse
+	12, // 22: weir.cluster.v1.TaskManager.Heartbeat:output_type -> weir.cluster.v1.HeartbeatResponse
+	20, // 23: weir.cluster.v1.TaskManager.SubmitJob:output_type -> weir.cluster.v1.SubmitJobResponse
+	24, // 24: weir.cluster.v1.TaskManager.CancelJob:output_type -> weir.cluster.v1.CancelJobResponse
+	26, // 25: weir.cluster.v1.TaskManager.TriggerSavepoint:output_type -> weir.cluster.v1.TriggerSavepointResponse
+	5,  // 26: weir.cluster.v1.TaskManager.Profile:output_type -> weir.cluster.v1.ProfileResponse
+	16, // [16:27] is the sub-list for method output_type
+	5,  // [5:16] is the sub-list for method input_type
 	5,  // [5:5] is the sub-list for extension type_name
 	5,  // [5:5] is the sub-list for extension extendee
 	0,  // [0:5] is the sub-list for field type_name
@@ -2146,7 +2274,7 @@ func file_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_proto_rawDesc), len(file_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -392,6 +392,7 @@ const (
 	TaskManager_SubmitJob_FullMethodName        = "/weir.cluster.v1.TaskManager/SubmitJob"
 	TaskManager_CancelJob_FullMethodName        = "/weir.cluster.v1.TaskManager/CancelJob"
 	TaskManager_TriggerSavepoint_FullMethodName = "/weir.cluster.v1.TaskManager/TriggerSavepoint"
+	TaskManager_Profile_FullMethodName          = "/weir.cluster.v1.TaskManager/Profile"
 )
 
 // TaskManagerClient is the client API for TaskManager service.
@@ -415,6 +416,11 @@ type TaskManagerClient interface {
 	// TriggerSavepoint takes a savepoint of a running attempt, and with stop
 	// ends it afterwards. It answers when the savepoint is complete.
 	TriggerSavepoint(ctx context.Context, in *TriggerSavepointRequest, opts ...grpc.CallOption) (*TriggerSavepointResponse, error)
+	// Profile takes a pprof profile of the worker process that runs a
+	// job's attempt on the TaskManager: a CPU profile over some seconds, or
+	// a snapshot (heap, allocs, goroutine). Task goroutines carry the pprof
+	// labels "task" and "vertex".
+	Profile(ctx context.Context, in *ProfileRequest, opts ...grpc.CallOption) (*ProfileResponse, error)
 }
 
 type taskManagerClient struct {
@@ -465,6 +471,16 @@ func (c *taskManagerClient) TriggerSavepoint(ctx context.Context, in *TriggerSav
 	return out, nil
 }
 
+func (c *taskManagerClient) Profile(ctx context.Context, in *ProfileRequest, opts ...grpc.CallOption) (*ProfileResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ProfileResponse)
+	err := c.cc.Invoke(ctx, TaskManager_Profile_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TaskManagerServer is the server API for TaskManager service.
 // All implementations must embed UnimplementedTaskManagerServer
 // for forward compatibility.
@@ -486,6 +502,11 @@ type TaskManagerServer interface {
 	// TriggerSavepoint takes a savepoint of a running attempt, and with stop
 	// ends it afterwards. It answers when the savepoint is complete.
 	TriggerSavepoint(context.Context, *TriggerSavepointRequest) (*TriggerSavepointResponse, error)
+	// Profile takes a pprof profile of the worker process that runs a
+	// job's attempt on the TaskManager: a CPU profile over some seconds, or
+	// a snapshot (heap, allocs, goroutine). Task goroutines carry the pprof
+	// labels "task" and "vertex".
+	Profile(context.Context, *ProfileRequest) (*ProfileResponse, error)
 	mustEmbedUnimplementedTaskManagerServer()
 }
 
@@ -507,6 +528,9 @@ func (UnimplementedTaskManagerServer) CancelJob(context.Context, *CancelJobReque
 }
 func (UnimplementedTaskManagerServer) TriggerSavepoint(context.Context, *TriggerSavepointRequest) (*TriggerSavepointResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TriggerSavepoint not implemented")
+}
+func (UnimplementedTaskManagerServer) Profile(context.Context, *ProfileRequest) (*ProfileResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Profile not implemented")
 }
 func (UnimplementedTaskManagerServer) mustEmbedUnimplementedTaskManagerServer() {}
 func (UnimplementedTaskManagerServer) testEmbeddedByValue()                     {}
@@ -601,6 +625,24 @@ func _TaskManager_TriggerSavepoint_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TaskManager_Profile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ProfileRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskManagerServer).Profile(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskManager_Profile_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskManagerServer).Profile(ctx, req.(*ProfileRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TaskManager_ServiceDesc is the grpc.ServiceDesc for TaskManager service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -623,6 +665,10 @@ var TaskManager_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TriggerSavepoint",
 			Handler:    _TaskManager_TriggerSavepoint_Handler,
+		},
+		{
+			MethodName: "Profile",
+			Handler:    _TaskManager_Profile_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
