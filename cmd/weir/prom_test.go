@@ -174,6 +174,20 @@ func TestPrometheusEndpoints(t *testing.T) {
 		t.Errorf("profile of an unknown type: %d, want 400", code)
 	}
 
+	// Flink's /taskmanagers/{id}/metrics: the TaskManager and its worker.
+	var tmMetrics []cluster.MetricJSON
+	waitFor := time.Now().Add(5 * time.Second)
+	for {
+		getREST(t, rest, "/taskmanagers/"+source.Subtasks[0].TaskManager+"/metrics?get=Status.JVM.Memory.Heap.Used,Status.Process.Count", &tmMetrics)
+		if len(tmMetrics) == 2 && *tmMetrics[1].Value == "2" || time.Now().After(waitFor) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(tmMetrics) != 2 || *tmMetrics[0].Value == "0" || *tmMetrics[1].Value != "2" {
+		t.Errorf("/taskmanagers/{id}/metrics = %v, want the heap in use and 2 processes (the taskmanager and the job's worker)", tmMetrics)
+	}
+
 	// The logs name the endpoints.
 	if !jm.waitStderr("prometheus metrics", time.Second) || !tm.waitStderr("prometheus metrics", time.Second) {
 		t.Errorf("the processes did not log their Prometheus endpoints")

@@ -127,6 +127,9 @@ type monitor struct {
 	client rpcpb.TaskManagerClient
 	// poke makes the heartbeat loop heartbeat at once.
 	poke chan struct{}
+	// process is what the latest heartbeat answer said of the
+	// TaskManager's processes (GET /taskmanagers/{id}/metrics).
+	process *rpcpb.ProcessMetrics
 }
 
 // StartJobManager listens on the RPC and REST ports and serves them until
@@ -396,6 +399,11 @@ func (jm *JobManager) heartbeatLoop(ctx context.Context, reg Registration, conn 
 		now := time.Now()
 		if err == nil {
 			jm.metrics.heartbeatsReceived.Inc()
+			jm.mu.Lock()
+			if m := jm.monitors[reg.ResourceID]; m != nil && m.regID == reg.RegistrationID {
+				m.process = resp.GetProcess()
+			}
+			jm.mu.Unlock()
 			if jm.pool.HeartbeatReceived(reg.ResourceID, reg.RegistrationID, now) {
 				jm.dispatcher.report(reg.ResourceID, resp.GetJobs())
 			}

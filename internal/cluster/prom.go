@@ -15,6 +15,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/weirproject/weir/internal/cluster/rpcpb"
 )
 
 // Prometheus endpoints (metrics.reporter.prom.port) of the JobManager and
@@ -255,4 +257,33 @@ func (c jobCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(jobDescs[name], prometheus.GaugeValue, v, j.id, j.name)
 		}
 	}
+}
+
+// processMetrics sums the TaskManager's own process and its running
+// workers' (from their latest status), for heartbeats.
+func (w *workers) processMetrics() *rpcpb.ProcessMetrics {
+	own := ReadProcessMetrics()
+	p := &rpcpb.ProcessMetrics{Goroutines: int64(own.Goroutines), HeapBytes: int64(own.HeapBytes), GcCount: int64(own.GCCount),
+		GcPauseNs: int64(own.GCPauseNs), CpuSeconds: own.CPUSeconds, RssBytes: own.RSSBytes, OpenFiles: int64(own.OpenFiles), Processes: 1}
+	for _, a := range w.snapshot() {
+		a.mu.Lock()
+		wp, running := a.status.Process, a.state == attemptRunning
+		a.mu.Unlock()
+		if !running || wp == nil {
+			continue
+		}
+		p.Processes++
+		p.Goroutines += int64(wp.Goroutines)
+		p.HeapBytes += int64(wp.HeapBytes)
+		p.GcCount += int64(wp.GCCount)
+		p.GcPauseNs += int64(wp.GCPauseNs)
+		p.CpuSeconds += wp.CPUSeconds
+		if p.RssBytes >= 0 && wp.RSSBytes >= 0 {
+			p.RssBytes += wp.RSSBytes
+		}
+		if p.OpenFiles >= 0 && wp.OpenFiles >= 0 {
+			p.OpenFiles += int64(wp.OpenFiles)
+		}
+	}
+	return p
 }

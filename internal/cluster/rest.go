@@ -113,6 +113,7 @@ func (jm *JobManager) restHandler() http.Handler {
 	route("/jobs/{id}/vertices/{vid}/metrics", get(jm.handleVertexMetrics))
 	route("/jobs/{id}/vertices/{vid}/flamegraph", get(jm.handleFlameGraph))
 	route("/taskmanagers/{id}/profile", get(jm.handleTaskManagerProfile))
+	route("/taskmanagers/{id}/metrics", get(jm.handleTaskManagerMetrics))
 	route("/jobs/{id}/savepoints", map[string]http.HandlerFunc{http.MethodPost: jm.handleSavepoint})
 	route("/jobs/{id}/savepoints/{triggerid}", get(jm.handleSavepointStatus))
 	route("/jobs/{id}/stop", map[string]http.HandlerFunc{http.MethodPost: jm.handleStop})

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirproject/weir/internal/cluster/rpcpb"
 	"github.com/weirproject/weir/internal/runtime"
 )
 
@@ -322,28 +323,8 @@ func (jm *JobManager) handleWatermarks(w http.ResponseWriter, r *http.Request) {
 // without ?get the names of the available metrics, with
 // ?get=a,b,... their values.
 func (jm *JobManager) handleVertexMetrics(w http.ResponseWriter, r *http.Request) {
-	get := r.URL.Query().Get("get")
-	wanted := map[string]bool{}
-	for _, g := range strings.Split(get, ",") {
-		if g = strings.TrimSpace(g); g != "" {
-			wanted[g] = true
-		}
-	}
 	jm.withVertex(w, r, func(j *job, v JobVertexJSON, _ int) any {
-		all := j.vertexMetricsLocked(v, func(string) bool { return true })
-		if get == "" {
-			for i := range all {
-				all[i].Value = nil
-			}
-			return all
-		}
-		out := []MetricJSON{}
-		for _, m := range all {
-			if wanted[m.ID] {
-				out = append(out, m)
-			}
-		}
-		return out
+		return selectMetrics(j.vertexMetricsLocked(v, func(string) bool { return true }), r.URL.Query().Get("get"))
 	})
 }
 
@@ -489,4 +470,64 @@ func (j *job) checkpointingLocked() CheckpointingStatisticsJSON {
 
 func (jm *JobManager) handleCheckpointing(w http.ResponseWriter, r *http.Request) {
 	jm.withJob(w, r, func(j *job) any { return j.checkpointingLocked() })
+}
+
+// handleTaskManagerMetrics is Flink's GET /taskmanagers/{id}/metrics:
+// the TaskManager's process and its running workers together, as its
+// latest heartbeat answer reported them, under Flink's names where the
+// meaning is the same (the Go heap for the JVM's) and weir's own
+// otherwise; ?get= selects values as for a vertex.
+func (jm *JobManager) handleTaskManagerMetrics(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	jm.mu.Lock()
+	m := jm.monitors[id]
+	var p *rpcpb.ProcessMetrics
+	if m != nil {
+		p = m.process
+	}
+	jm.mu.Unlock()
+	if m == nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("taskmanager %s not found", id))
+		return
+	}
+	var all []MetricJSON
+	if p != nil {
+		i := func(v int64) string { return strconv.FormatInt(v, 10) }
+		for _, kv := range [][2]string{
+			{"Status.JVM.Memory.Heap.Used", i(p.GetHeapBytes())},
+			{"Status.JVM.CPU.Time", i(int64(p.GetCpuSeconds() * 1e9))},
+			{"Status.JVM.GarbageCollector.Go.Count", i(p.GetGcCount())},
+			{"Status.JVM.GarbageCollector.Go.Time", i(p.GetGcPauseNs() / 1e6)},
+			{"Status.Process.Goroutines", i(p.GetGoroutines())},
+			{"Status.Process.RSS", i(p.GetRssBytes())},
+			{"Status.Process.OpenFiles", i(p.GetOpenFiles())},
+			{"Status.Process.Count", i(int64(p.GetProcesses()))},
+		} {
+			value := kv[1]
+			all = append(all, MetricJSON{ID: kv[0], Value: &value})
+		}
+	}
+	writeJSON(w, http.StatusOK, selectMetrics(all, r.URL.Query().Get("get")))
+}
+
+// selectMetrics answers a metrics request: without get the available
+// ids, with get=a,b,... the values of those.
+func selectMetrics(all []MetricJSON, get string) []MetricJSON {
+	out := []MetricJSON{}
+	if get == "" {
+		for _, m := range all {
+			out = append(out, MetricJSON{ID: m.ID})
+		}
+		return out
+	}
+	wanted := map[string]bool{}
+	for _, g := range strings.Split(get, ",") {
+		wanted[strings.TrimSpace(g)] = true
+	}
+	for _, m := range all {
+		if wanted[m.ID] {
+			out = append(out, m)
+		}
+	}
+	return out
 }

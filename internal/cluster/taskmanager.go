@@ -414,7 +414,8 @@ func (s *tmService) Heartbeat(ctx context.Context, req *rpcpb.HeartbeatRequest) 
 	}
 	tm.lastHeartbeat = time.Now()
 	tm.mu.Unlock()
-	return &rpcpb.HeartbeatResponse{Jobs: tm.workers.statuses()}, nil
+	jobs := tm.workers.statuses()
+	return &rpcpb.HeartbeatResponse{Jobs: jobs, Process: tm.workers.processMetrics()}, nil
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -752,8 +752,10 @@ func (x *HeartbeatRequest) GetLeaderTerm() int64 {
 // HeartbeatResponse reports the job attempts the TaskManager runs, or ran
 // and has not yet reported as ended.
 type HeartbeatResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Jobs          []*JobStatus           `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Jobs  []*JobStatus           `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	// The TaskManager process and its running workers, summed.
+	Process       *ProcessMetrics `protobuf:"bytes,2,opt,name=process,proto3" json:"process,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -795,6 +797,114 @@ func (x *HeartbeatResponse) GetJobs() []*JobStatus {
 	return nil
 }
 
+func (x *HeartbeatResponse) GetProcess() *ProcessMetrics {
+	if x != nil {
+		return x.Process
+	}
+	return nil
+}
+
+// ProcessMetrics (cluster.ProcessMetricsJSON); -1 where unknown.
+type ProcessMetrics struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Goroutines    int64                  `protobuf:"varint,1,opt,name=goroutines,proto3" json:"goroutines,omitempty"`
+	HeapBytes     int64                  `protobuf:"varint,2,opt,name=heap_bytes,json=heapBytes,proto3" json:"heap_bytes,omitempty"`
+	GcCount       int64                  `protobuf:"varint,3,opt,name=gc_count,json=gcCount,proto3" json:"gc_count,omitempty"`
+	GcPauseNs     int64                  `protobuf:"varint,4,opt,name=gc_pause_ns,json=gcPauseNs,proto3" json:"gc_pause_ns,omitempty"`
+	CpuSeconds    float64                `protobuf:"fixed64,5,opt,name=cpu_seconds,json=cpuSeconds,proto3" json:"cpu_seconds,omitempty"`
+	RssBytes      int64                  `protobuf:"varint,6,opt,name=rss_bytes,json=rssBytes,proto3" json:"rss_bytes,omitempty"`
+	OpenFiles     int64                  `protobuf:"varint,7,opt,name=open_files,json=openFiles,proto3" json:"open_files,omitempty"`
+	Processes     int32                  `protobuf:"varint,8,opt,name=processes,proto3" json:"processes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProcessMetrics) Reset() {
+	*x = ProcessMetrics{}
+	mi := &file_cluster_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProcessMetrics) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProcessMetrics) ProtoMessage() {}
+
+func (x *ProcessMetrics) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProcessMetrics.ProtoReflect.Descriptor instead.
+func (*ProcessMetrics) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ProcessMetrics) GetGoroutines() int64 {
+	if x != nil {
+		return x.Goroutines
+	}
+	return 0
+}
+
+func (x *ProcessMetrics) GetHeapBytes() int64 {
+	if x != nil {
+		return x.HeapBytes
+	}
+	return 0
+}
+
+func (x *ProcessMetrics) GetGcCount() int64 {
+	if x != nil {
+		return x.GcCount
+	}
+	return 0
+}
+
+func (x *ProcessMetrics) GetGcPauseNs() int64 {
+	if x != nil {
+		return x.GcPauseNs
+	}
+	return 0
+}
+
+func (x *ProcessMetrics) GetCpuSeconds() float64 {
+	if x != nil {
+		return x.CpuSeconds
+	}
+	return 0
+}
+
+func (x *ProcessMetrics) GetRssBytes() int64 {
+	if x != nil {
+		return x.RssBytes
+	}
+	return 0
+}
+
+func (x *ProcessMetrics) GetOpenFiles() int64 {
+	if x != nil {
+		return x.OpenFiles
+	}
+	return 0
+}
+
+func (x *ProcessMetrics) GetProcesses() int32 {
+	if x != nil {
+		return x.Processes
+	}
+	return 0
+}
+
 type JobStatus struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	JobId   string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
@@ -823,7 +933,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_cluster_proto_msgTypes[13]
+	mi := &file_cluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -835,7 +945,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[13]
+	mi := &file_cluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -848,7 +958,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{13}
+	return file_cluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *JobStatus) GetJobId() string {
@@ -936,7 +1046,7 @@ type VertexStatus struct {
 
 func (x *VertexStatus) Reset() {
 	*x = VertexStatus{}
-	mi := &file_cluster_proto_msgTypes[14]
+	mi := &file_cluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -948,7 +1058,7 @@ func (x *VertexStatus) String() string {
 func (*VertexStatus) ProtoMessage() {}
 
 func (x *VertexStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[14]
+	mi := &file_cluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -961,7 +1071,7 @@ func (x *VertexStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VertexStatus.ProtoReflect.Descriptor instead.
 func (*VertexStatus) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{14}
+	return file_cluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *VertexStatus) GetId() string {
@@ -1037,7 +1147,7 @@ type SubtaskMetrics struct {
 
 func (x *SubtaskMetrics) Reset() {
 	*x = SubtaskMetrics{}
-	mi := &file_cluster_proto_msgTypes[15]
+	mi := &file_cluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1049,7 +1159,7 @@ func (x *SubtaskMetrics) String() string {
 func (*SubtaskMetrics) ProtoMessage() {}
 
 func (x *SubtaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[15]
+	mi := &file_cluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1062,7 +1172,7 @@ func (x *SubtaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubtaskMetrics.ProtoReflect.Descriptor instead.
 func (*SubtaskMetrics) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{15}
+	return file_cluster_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SubtaskMetrics) GetSubtask() int32 {
@@ -1228,7 +1338,7 @@ type CheckpointStats struct {
 
 func (x *CheckpointStats) Reset() {
 	*x = CheckpointStats{}
-	mi := &file_cluster_proto_msgTypes[16]
+	mi := &file_cluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1240,7 +1350,7 @@ func (x *CheckpointStats) String() string {
 func (*CheckpointStats) ProtoMessage() {}
 
 func (x *CheckpointStats) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[16]
+	mi := &file_cluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1253,7 +1363,7 @@ func (x *CheckpointStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointStats.ProtoReflect.Descriptor instead.
 func (*CheckpointStats) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{16}
+	return file_cluster_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CheckpointStats) GetId() int64 {
@@ -1321,7 +1431,7 @@ type FetchArtifactRequest struct {
 
 func (x *FetchArtifactRequest) Reset() {
 	*x = FetchArtifactRequest{}
-	mi := &file_cluster_proto_msgTypes[17]
+	mi := &file_cluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1333,7 +1443,7 @@ func (x *FetchArtifactRequest) String() string {
 func (*FetchArtifactRequest) ProtoMessage() {}
 
 func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[17]
+	mi := &file_cluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1346,7 +1456,7 @@ func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchArtifactRequest.ProtoReflect.Descriptor instead.
 func (*FetchArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{17}
+	return file_cluster_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FetchArtifactRequest) GetSha256() string {
@@ -1365,7 +1475,7 @@ type ArtifactChunk struct {
 
 func (x *ArtifactChunk) Reset() {
 	*x = ArtifactChunk{}
-	mi := &file_cluster_proto_msgTypes[18]
+	mi := &file_cluster_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1377,7 +1487,7 @@ func (x *ArtifactChunk) String() string {
 func (*ArtifactChunk) ProtoMessage() {}
 
 func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[18]
+	mi := &file_cluster_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1390,7 +1500,7 @@ func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactChunk.ProtoReflect.Descriptor instead.
 func (*ArtifactChunk) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{18}
+	return file_cluster_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ArtifactChunk) GetData() []byte {
@@ -1441,7 +1551,7 @@ type SubmitJobRequest struct {
 
 func (x *SubmitJobRequest) Reset() {
 	*x = SubmitJobRequest{}
-	mi := &file_cluster_proto_msgTypes[19]
+	mi := &file_cluster_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1453,7 +1563,7 @@ func (x *SubmitJobRequest) String() string {
 func (*SubmitJobRequest) ProtoMessage() {}
 
 func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[19]
+	mi := &file_cluster_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1466,7 +1576,7 @@ func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{19}
+	return file_cluster_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SubmitJobRequest) GetRegistrationId() string {
@@ -1582,7 +1692,7 @@ type SubmitJobResponse struct {
 
 func (x *SubmitJobResponse) Reset() {
 	*x = SubmitJobResponse{}
-	mi := &file_cluster_proto_msgTypes[20]
+	mi := &file_cluster_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1594,7 +1704,7 @@ func (x *SubmitJobResponse) String() string {
 func (*SubmitJobResponse) ProtoMessage() {}
 
 func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[20]
+	mi := &file_cluster_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1607,7 +1717,7 @@ func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobResponse.ProtoReflect.Descriptor instead.
 func (*SubmitJobResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{20}
+	return file_cluster_proto_rawDescGZIP(), []int{21}
 }
 
 type ReportWorkerRequest struct {
@@ -1627,7 +1737,7 @@ type ReportWorkerRequest struct {
 
 func (x *ReportWorkerRequest) Reset() {
 	*x = ReportWorkerRequest{}
-	mi := &file_cluster_proto_msgTypes[21]
+	mi := &file_cluster_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1639,7 +1749,7 @@ func (x *ReportWorkerRequest) String() string {
 func (*ReportWorkerRequest) ProtoMessage() {}
 
 func (x *ReportWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[21]
+	mi := &file_cluster_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1652,7 +1762,7 @@ func (x *ReportWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportWorkerRequest.ProtoReflect.Descriptor instead.
 func (*ReportWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{21}
+	return file_cluster_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ReportWorkerRequest) GetResourceId() string {
@@ -1716,7 +1826,7 @@ type ReportWorkerResponse struct {
 
 func (x *ReportWorkerResponse) Reset() {
 	*x = ReportWorkerResponse{}
-	mi := &file_cluster_proto_msgTypes[22]
+	mi := &file_cluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1728,7 +1838,7 @@ func (x *ReportWorkerResponse) String() string {
 func (*ReportWorkerResponse) ProtoMessage() {}
 
 func (x *ReportWorkerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[22]
+	mi := &file_cluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1741,7 +1851,7 @@ func (x *ReportWorkerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportWorkerResponse.ProtoReflect.Descriptor instead.
 func (*ReportWorkerResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{22}
+	return file_cluster_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ReportWorkerResponse) GetComplete() bool {
@@ -1774,7 +1884,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_cluster_proto_msgTypes[23]
+	mi := &file_cluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1786,7 +1896,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[23]
+	mi := &file_cluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1799,7 +1909,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{23}
+	return file_cluster_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CancelJobRequest) GetJobId() string {
@@ -1838,7 +1948,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_cluster_proto_msgTypes[24]
+	mi := &file_cluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1850,7 +1960,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[24]
+	mi := &file_cluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1863,7 +1973,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{24}
+	return file_cluster_proto_rawDescGZIP(), []int{25}
 }
 
 type TriggerSavepointRequest struct {
@@ -1883,7 +1993,7 @@ type TriggerSavepointRequest struct {
 
 func (x *TriggerSavepointRequest) Reset() {
 	*x = TriggerSavepointRequest{}
-	mi := &file_cluster_proto_msgTypes[25]
+	mi := &file_cluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1895,7 +2005,7 @@ func (x *TriggerSavepointRequest) String() string {
 func (*TriggerSavepointRequest) ProtoMessage() {}
 
 func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[25]
+	mi := &file_cluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1908,7 +2018,7 @@ func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerSavepointRequest.ProtoReflect.Descriptor instead.
 func (*TriggerSavepointRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{25}
+	return file_cluster_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TriggerSavepointRequest) GetJobId() string {
@@ -1962,7 +2072,7 @@ type TriggerSavepointResponse struct {
 
 func (x *TriggerSavepointResponse) Reset() {
 	*x = TriggerSavepointResponse{}
-	mi := &file_cluster_proto_msgTypes[26]
+	mi := &file_cluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1974,7 +2084,7 @@ func (x *TriggerSavepointResponse) String() string {
 func (*TriggerSavepointResponse) ProtoMessage() {}
 
 func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[26]
+	mi := &file_cluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1987,7 +2097,7 @@ func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerSavepointResponse.ProtoReflect.Descriptor instead.
 func (*TriggerSavepointResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{26}
+	return file_cluster_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TriggerSavepointResponse) GetPath() string {
@@ -2055,9 +2165,24 @@ const file_cluster_proto_rawDesc = "" +
 	"\rjobmanager_id\x18\x01 \x01(\tR\fjobmanagerId\x12'\n" +
 	"\x0fregistration_id\x18\x02 \x01(\tR\x0eregistrationId\x12\x1f\n" +
 	"\vleader_term\x18\x03 \x01(\x03R\n" +
-	"leaderTerm\"C\n" +
+	"leaderTerm\"~\n" +
 	"\x11HeartbeatResponse\x12.\n" +
-	"\x04jobs\x18\x01 \x03(\v2\x1a.weir.cluster.v1.JobStatusR\x04jobs\"\x99\x03\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x1a.weir.cluster.v1.JobStatusR\x04jobs\x129\n" +
+	"\aprocess\x18\x02 \x01(\v2\x1f.weir.cluster.v1.ProcessMetricsR\aprocess\"\x85\x02\n" +
+	"\x0eProcessMetrics\x12\x1e\n" +
+	"\n" +
+	"goroutines\x18\x01 \x01(\x03R\n" +
+	"goroutines\x12\x1d\n" +
+	"\n" +
+	"heap_bytes\x18\x02 \x01(\x03R\theapBytes\x12\x19\n" +
+	"\bgc_count\x18\x03 \x01(\x03R\agcCount\x12\x1e\n" +
+	"\vgc_pause_ns\x18\x04 \x01(\x03R\tgcPauseNs\x12\x1f\n" +
+	"\vcpu_seconds\x18\x05 \x01(\x01R\n" +
+	"cpuSeconds\x12\x1b\n" +
+	"\trss_bytes\x18\x06 \x01(\x03R\brssBytes\x12\x1d\n" +
+	"\n" +
+	"open_files\x18\a \x01(\x03R\topenFiles\x12\x1c\n" +
+	"\tprocesses\x18\b \x01(\x05R\tprocesses\"\x99\x03\n" +
 	"\tJobStatus\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
@@ -2198,7 +2323,7 @@ func file_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_proto_rawDescData
 }
 
-var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_cluster_proto_goTypes = []any{
 	(*ConfirmCheckpointRequest)(nil),      // 0: weir.cluster.v1.ConfirmCheckpointRequest
 	(*ConfirmCheckpointResponse)(nil),     // 1: weir.cluster.v1.ConfirmCheckpointResponse
@@ -2213,54 +2338,56 @@ var file_cluster_proto_goTypes = []any{
 	(*UnregisterTaskManagerResponse)(nil), // 10: weir.cluster.v1.UnregisterTaskManagerResponse
 	(*HeartbeatRequest)(nil),              // 11: weir.cluster.v1.HeartbeatRequest
 	(*HeartbeatResponse)(nil),             // 12: weir.cluster.v1.HeartbeatResponse
-	(*JobStatus)(nil),                     // 13: weir.cluster.v1.JobStatus
-	(*VertexStatus)(nil),                  // 14: weir.cluster.v1.VertexStatus
-	(*SubtaskMetrics)(nil),                // 15: weir.cluster.v1.SubtaskMetrics
-	(*CheckpointStats)(nil),               // 16: weir.cluster.v1.CheckpointStats
-	(*FetchArtifactRequest)(nil),          // 17: weir.cluster.v1.FetchArtifactRequest
-	(*ArtifactChunk)(nil),                 // 18: weir.cluster.v1.ArtifactChunk
-	(*SubmitJobRequest)(nil),              // 19: weir.cluster.v1.SubmitJobRequest
-	(*SubmitJobResponse)(nil),             // 20: weir.cluster.v1.SubmitJobResponse
-	(*ReportWorkerRequest)(nil),           // 21: weir.cluster.v1.ReportWorkerRequest
-	(*ReportWorkerResponse)(nil),          // 22: weir.cluster.v1.ReportWorkerResponse
-	(*CancelJobRequest)(nil),              // 23: weir.cluster.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),             // 24: weir.cluster.v1.CancelJobResponse
-	(*TriggerSavepointRequest)(nil),       // 25: weir.cluster.v1.TriggerSavepointRequest
-	(*TriggerSavepointResponse)(nil),      // 26: weir.cluster.v1.TriggerSavepointResponse
+	(*ProcessMetrics)(nil),                // 13: weir.cluster.v1.ProcessMetrics
+	(*JobStatus)(nil),                     // 14: weir.cluster.v1.JobStatus
+	(*VertexStatus)(nil),                  // 15: weir.cluster.v1.VertexStatus
+	(*SubtaskMetrics)(nil),                // 16: weir.cluster.v1.SubtaskMetrics
+	(*CheckpointStats)(nil),               // 17: weir.cluster.v1.CheckpointStats
+	(*FetchArtifactRequest)(nil),          // 18: weir.cluster.v1.FetchArtifactRequest
+	(*ArtifactChunk)(nil),                 // 19: weir.cluster.v1.ArtifactChunk
+	(*SubmitJobRequest)(nil),              // 20: weir.cluster.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),             // 21: weir.cluster.v1.SubmitJobResponse
+	(*ReportWorkerRequest)(nil),           // 22: weir.cluster.v1.ReportWorkerRequest
+	(*ReportWorkerResponse)(nil),          // 23: weir.cluster.v1.ReportWorkerResponse
+	(*CancelJobRequest)(nil),              // 24: weir.cluster.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),             // 25: weir.cluster.v1.CancelJobResponse
+	(*TriggerSavepointRequest)(nil),       // 26: weir.cluster.v1.TriggerSavepointRequest
+	(*TriggerSavepointResponse)(nil),      // 27: weir.cluster.v1.TriggerSavepointResponse
 }
 var file_cluster_proto_depIdxs = []int32{
 	6,  // 0: weir.cluster.v1.RegisterTaskManagerRequest.hardware:type_name -> weir.cluster.v1.Hardware
-	13, // 1: weir.cluster.v1.HeartbeatResponse.jobs:type_name -> weir.cluster.v1.JobStatus
-	14, // 2: weir.cluster.v1.JobStatus.vertices:type_name -> weir.cluster.v1.VertexStatus
-	16, // 3: weir.cluster.v1.JobStatus.checkpoints:type_name -> weir.cluster.v1.CheckpointStats
-	15, // 4: weir.cluster.v1.VertexStatus.subtasks:type_name -> weir.cluster.v1.SubtaskMetrics
-	7,  // 5: weir.cluster.v1.JobManager.RegisterTaskManager:input_type -> weir.cluster.v1.RegisterTaskManagerRequest
-	9,  // 6: weir.cluster.v1.JobManager.UnregisterTaskManager:input_type -> weir.cluster.v1.UnregisterTaskManagerRequest
-	17, // 7: weir.cluster.v1.JobManager.FetchArtifact:input_type -> weir.cluster.v1.FetchArtifactRequest
-	21, // 8: weir.cluster.v1.JobManager.ReportWorker:input_type -> weir.cluster.v1.ReportWorkerRequest
-	2,  // 9: weir.cluster.v1.JobManager.RequestHeartbeat:input_type -> weir.cluster.v1.RequestHeartbeatRequest
-	0,  // 10: weir.cluster.v1.JobManager.ConfirmCheckpoint:input_type -> weir.cluster.v1.ConfirmCheckpointRequest
-	11, // 11: weir.cluster.v1.TaskManager.Heartbeat:input_type -> weir.cluster.v1.HeartbeatRequest
-	19, // 12: weir.cluster.v1.TaskManager.SubmitJob:input_type -> weir.cluster.v1.SubmitJobRequest
-	23, // 13: weir.cluster.v1.TaskManager.CancelJob:input_type -> weir.cluster.v1.CancelJobRequest
-	25, // 14: weir.cluster.v1.TaskManager.TriggerSavepoint:input_type -> weir.cluster.v1.TriggerSavepointRequest
-	4,  // 15: weir.cluster.v1.TaskManager.Profile:input_type -> weir.cluster.v1.ProfileRequest
-	8,  // 16: weir.cluster.v1.JobManager.RegisterTaskManager:output_type -> weir.cluster.v1.RegisterTaskManagerResponse
-	10, // 17: weir.cluster.v1.JobManager.UnregisterTaskManager:output_type -> weir.cluster.v1.UnregisterTaskManagerResponse
-	18, // 18: weir.cluster.v1.JobManager.FetchArtifact:output_type -> weir.cluster.v1.ArtifactChunk
-	22, // 19: weir.cluster.v1.JobManager.ReportWorker:output_type -> weir.cluster.v1.ReportWorkerResponse
-	3,  // 20: weir.cluster.v1.JobManager.RequestHeartbeat:output_type -> weir.cluster.v1.RequestHeartbeatResponse
-	1,  // 21: weir.cluster.v1.JobManager.ConfirmCheckpoint:output_type -> weir.cluster.v1.ConfirmCheckpointResponse
-	12, // 22: weir.cluster.v1.TaskManager.Heartbeat:output_type -> weir.cluster.v1.HeartbeatResponse
-	20, // 23: weir.cluster.v1.TaskManager.SubmitJob:output_type -> weir.cluster.v1.SubmitJobResponse
-	24, // 24: weir.cluster.v1.TaskManager.CancelJob:output_type -> weir.cluster.v1.CancelJobResponse
-	26, // 25: weir.cluster.v1.TaskManager.TriggerSavepoint:output_type -> weir.cluster.v1.TriggerSavepointResponse
-	5,  // 26: weir.cluster.v1.TaskManager.Profile:output_type -> weir.cluster.v1.ProfileResponse
-	16, // [16:27] is the sub-list for method output_type
-	5,  // [5:16] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	14, // 1: weir.cluster.v1.HeartbeatResponse.jobs:type_name -> weir.cluster.v1.JobStatus
+	13, // 2: weir.cluster.v1.HeartbeatResponse.process:type_name -> weir.cluster.v1.ProcessMetrics
+	15, // 3: weir.cluster.v1.JobStatus.vertices:type_name -> weir.cluster.v1.VertexStatus
+	17, // 4: weir.cluster.v1.JobStatus.checkpoints:type_name -> weir.cluster.v1.CheckpointStats
+	16, // 5: weir.cluster.v1.VertexStatus.subtasks:type_name -> weir.cluster.v1.SubtaskMetrics
+	7,  // 6: weir.cluster.v1.JobManager.RegisterTaskManager:input_type -> weir.cluster.v1.RegisterTaskManagerRequest
+	9,  // 7: weir.cluster.v1.JobManager.UnregisterTaskManager:input_type -> weir.cluster.v1.UnregisterTaskManagerRequest
+	18, // 8: weir.cluster.v1.JobManager.FetchArtifact:input_type -> weir.cluster.v1.FetchArtifactRequest
+	22, // 9: weir.cluster.v1.JobManager.ReportWorker:input_type -> weir.cluster.v1.ReportWorkerRequest
+	2,  // 10: weir.cluster.v1.JobManager.RequestHeartbeat:input_type -> weir.cluster.v1.RequestHeartbeatRequest
+	0,  // 11: weir.cluster.v1.JobManager.ConfirmCheckpoint:input_type -> weir.cluster.v1.ConfirmCheckpointRequest
+	11, // 12: weir.cluster.v1.TaskManager.Heartbeat:input_type -> weir.cluster.v1.HeartbeatRequest
+	20, // 13: weir.cluster.v1.TaskManager.SubmitJob:input_type -> weir.cluster.v1.SubmitJobRequest
+	24, // 14: weir.cluster.v1.TaskManager.CancelJob:input_type -> weir.cluster.v1.CancelJobRequest
+	26, // 15: weir.cluster.v1.TaskManager.TriggerSavepoint:input_type -> weir.cluster.v1.TriggerSavepointRequest
+	4,  // 16: weir.cluster.v1.TaskManager.Profile:input_type -> weir.cluster.v1.ProfileRequest
+	8,  // 17: weir.cluster.v1.JobManager.RegisterTaskManager:output_type -> weir.cluster.v1.RegisterTaskManagerResponse
+	10, // 18: weir.cluster.v1.JobManager.UnregisterTaskManager:output_type -> weir.cluster.v1.UnregisterTaskManagerResponse
+	19, // 19: weir.cluster.v1.JobManager.FetchArtifact:output_type -> weir.cluster.v1.ArtifactChunk
+	23, // 20: weir.cluster.v1.JobManager.ReportWorker:output_type -> weir.cluster.v1.ReportWorkerResponse
+	3,  // 21: weir.cluster.v1.JobManager.RequestHeartbeat:output_type -> weir.cluster.v1.RequestHeartbeatResponse
+	1,  // 22: weir.cluster.v1.JobManager.ConfirmCheckpoint:output_type -> weir.cluster.v1.ConfirmCheckpointResponse
+	12, // 23: weir.cluster.v1.TaskManager.Heartbeat:output_type -> weir.cluster.v1.HeartbeatResponse
+	21, // 24: weir.cluster.v1.TaskManager.SubmitJob:output_type -> weir.cluster.v1.SubmitJobResponse
+	25, // 25: weir.cluster.v1.TaskManager.CancelJob:output_type -> weir.cluster.v1.CancelJobResponse
+	27, // 26: weir.cluster.v1.TaskManager.TriggerSavepoint:output_type -> weir.cluster.v1.TriggerSavepointResponse
+	5,  // 27: weir.cluster.v1.TaskManager.Profile:output_type -> weir.cluster.v1.ProfileResponse
+	17, // [17:28] is the sub-list for method output_type
+	6,  // [6:17] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_cluster_proto_init() }
@@ -2274,7 +2401,7 @@ func file_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_proto_rawDesc), len(file_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
