@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -17,7 +18,12 @@ import (
 
 // NewReader implements connector.Source.
 func (s *Source[T]) NewReader(ctx context.Context, sc connector.SplitContext) (connector.SplitReader[T], error) {
-	return &reader[T]{src: s, sc: sc, splits: make(map[tp]*PartitionSplit), commits: make(map[int64]map[tp]int64)}, nil
+	r := &reader[T]{src: s, sc: sc, splits: make(map[tp]*PartitionSplit), commits: make(map[int64]map[tp]int64), ends: make(map[tp]int64)}
+	if sc.Gauge != nil {
+		// Flink's source metric: the records behind the end of the log.
+		sc.Gauge("pendingRecords", r.behind.Load)
+	}
+	return r, nil
 }
 
 // reader reads the partitions of one subtask with one franz-go client in
@@ -50,6 +56,12 @@ type reader[T any] struct {
 	commitC  chan struct{}
 	stop     context.CancelFunc // ends commitLoop
 	wg       sync.WaitGroup
+
+	// ends are the partitions' ends as the latest fetches saw them (the
+	// last stable offset under read_committed, else the high watermark);
+	// behind is how many records the splits are behind them.
+	ends   map[tp]int64
+	behind atomic.Int64
 }
 
 func (r *reader[T]) AddSplits(splits []connector.Split) error {
@@ -173,6 +185,13 @@ func (r *reader[T]) Poll(ctx context.Context, out connector.Output[T]) (connecto
 		if sp == nil {
 			return // finished: what was buffered is past its stop
 		}
+		end := fp.HighWatermark
+		if fp.LastStableOffset >= 0 && !r.src.opts.ReadUncommitted {
+			end = fp.LastStableOffset
+		}
+		if end >= 0 {
+			r.ends[tp{fp.Topic, fp.Partition}] = end
+		}
 		o := out
 		if perSplit != nil {
 			o = perSplit.ForSplit(sp.SplitID())
@@ -212,6 +231,7 @@ func (r *reader[T]) Poll(ctx context.Context, out connector.Output[T]) (connecto
 		return 0, outErr
 	}
 	r.reportFinished(perSplit)
+	r.updatePending()
 	switch {
 	case len(r.splits) == 0 && !r.src.discovery():
 		return connector.EndOfInput, nil
@@ -219,6 +239,23 @@ func (r *reader[T]) Poll(ctx context.Context, out connector.Output[T]) (connecto
 		return connector.MoreAvailable, nil
 	}
 	return connector.NothingAvailable, nil
+}
+
+// updatePending sums how far each split is behind its partition's end
+// (or its stopping offset, if sooner).
+func (r *reader[T]) updatePending() {
+	var n int64
+	for k, sp := range r.splits {
+		end, ok := r.ends[k]
+		if !ok {
+			continue
+		}
+		if sp.Stop != NoStop {
+			end = min(end, sp.Stop)
+		}
+		n += max(0, end-sp.Offset)
+	}
+	r.behind.Store(n)
 }
 
 // finish ends a split that reached its stopping offset.

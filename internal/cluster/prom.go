@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -193,6 +194,9 @@ func (c taskCollector) Collect(ch chan<- prometheus.Metric) {
 				for i, g := range taskGauges {
 					ch <- prometheus.MustNewConstMetric(taskDescs[i], prometheus.GaugeValue, g.value(m), labels...)
 				}
+				for name, v := range m.Gauges {
+					ch <- prometheus.MustNewConstMetric(registeredDesc(name), prometheus.GaugeValue, float64(v), labels...)
+				}
 			}
 		}
 		if p := st.Process; p != nil {
@@ -286,4 +290,17 @@ func (w *workers) processMetrics() *rpcpb.ProcessMetrics {
 		}
 	}
 	return p
+}
+
+// registeredDescs holds the descriptions of the gauges that operators and
+// sources register (runtime's gaugeName keeps their names valid).
+var registeredDescs sync.Map
+
+func registeredDesc(name string) *prometheus.Desc {
+	if d, ok := registeredDescs.Load(name); ok {
+		return d.(*prometheus.Desc)
+	}
+	d, _ := registeredDescs.LoadOrStore(name, prometheus.NewDesc("weir_taskmanager_job_task_"+name,
+		"A metric the task's operators or source registered ("+name+").", taskLabels, nil))
+	return d.(*prometheus.Desc)
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"path"
@@ -286,6 +287,9 @@ func subtaskMetricValues(m SubtaskMetricsJSON, now time.Time) []struct {
 		{"buffers.inputQueueLength", i(m.BufferedIn)},
 		{"currentInputWatermark", i(m.InputWatermark)},
 		{"currentOutputWatermark", i(m.OutputWatermark)},
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.Gauges)) {
+		out = append(out, struct{ name, value string }{name, i(m.Gauges[name])})
 	}
 	if m.OutputWatermark != runtime.NoTimestamp && m.OutputWatermark != math.MaxInt64 {
 		// How far event time is behind the wall clock at this subtask.

@@ -31,7 +31,7 @@ func TestFlinkVertexAndCheckpointAPI(t *testing.T) {
 			source.Subtasks = append(source.Subtasks, &rpcpb.SubtaskMetrics{Subtask: int32(s), State: "RUNNING",
 				RecordsOut: 1000, BytesOut: 64000, RecordsOutPerSecond: 500, BackPressuredTimeMsPerSecond: 900 - float64(s)*400,
 				IdleTimeMsPerSecond: 0, BusyTimeMsPerSecond: 100 + float64(s)*400, OutPoolUsage: 1,
-				InputWatermark: math.MinInt64, OutputWatermark: now - 2000})
+				InputWatermark: math.MinInt64, OutputWatermark: now - 2000, Gauges: map[string]int64{"pendingRecords": int64(7 * s)}})
 		}
 		sink := &rpcpb.VertexStatus{Id: "c3d4", Name: "Sink: print", Parallelism: 1, RecordsIn: 3000,
 			Subtasks: []*rpcpb.SubtaskMetrics{{Subtask: 0, State: "RUNNING", RecordsIn: 3000, BytesIn: 192000,
@@ -105,6 +105,11 @@ func TestFlinkVertexAndCheckpointAPI(t *testing.T) {
 	decodeGet(t, base, "/jobs/"+id+"/vertices/c3d4/metrics?get=0.numRecordsInPerSecond,0.busyTimeMsPerSecond,9.nothing", &ms)
 	if len(ms) != 2 || *ms[0].Value != "1500" || *ms[1].Value != "1000" {
 		t.Errorf("metrics = %+v", ms)
+	}
+	var lag []MetricJSON
+	decodeGet(t, base, "/jobs/"+id+"/vertices/a1b2/metrics?get=2.pendingRecords", &lag)
+	if len(lag) != 1 || *lag[0].Value != "14" {
+		t.Errorf("source pendingRecords = %+v, want 14", lag)
 	}
 	var vd JobVertexDetailsJSON
 	decodeGet(t, base, "/jobs/"+id+"/vertices/a1b2", &vd)

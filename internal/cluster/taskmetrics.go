@@ -37,6 +37,9 @@ type SubtaskMetricsJSON struct {
 	// lowest int64, as in Flink) before the first.
 	InputWatermark  int64 `json:"inputWatermark"`
 	OutputWatermark int64 `json:"outputWatermark"`
+	// Gauges are what the task's operators and source registered, such
+	// as a Kafka source's pendingRecords.
+	Gauges map[string]int64 `json:"gauges,omitempty"`
 }
 
 // CheckpointStatsJSON is one completed checkpoint in a worker's status:
@@ -91,6 +94,7 @@ func (s *TaskSampler) Sample(ms []runtime.TaskMetrics, now time.Time) map[string
 			AccumulatedBackPressuredMs: m.BackPressuredNanos / 1e6,
 			InPoolUsage:                m.InPoolUsage, OutPoolUsage: m.OutPoolUsage,
 			InputWatermark: m.InputWatermark, OutputWatermark: m.OutputWatermark,
+			Gauges: m.Gauges,
 		}
 		// The base is the newest sample at least rateWindow old.
 		base, ok := s.last[k]
@@ -137,6 +141,7 @@ func subtaskMetricsProto(m SubtaskMetricsJSON) *rpcpb.SubtaskMetrics {
 		BackPressuredTimeMsPerSecond: m.BackPressuredTimeMsPerSecond,
 		InPoolUsage:                  m.InPoolUsage, OutPoolUsage: m.OutPoolUsage,
 		InputWatermark: m.InputWatermark, OutputWatermark: m.OutputWatermark,
+		Gauges: m.Gauges,
 	}
 }
 
@@ -151,6 +156,7 @@ func subtaskMetricsFromProto(p *rpcpb.SubtaskMetrics) SubtaskMetricsJSON {
 		BackPressuredTimeMsPerSecond: p.GetBackPressuredTimeMsPerSecond(),
 		InPoolUsage:                  p.GetInPoolUsage(), OutPoolUsage: p.GetOutPoolUsage(),
 		InputWatermark: p.GetInputWatermark(), OutputWatermark: p.GetOutputWatermark(),
+		Gauges: p.GetGauges(),
 	}
 }
 

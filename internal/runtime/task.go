@@ -154,6 +154,9 @@ type Task struct {
 	// gates are the task's input gates, set before the task starts; read
 	// by Metrics from other goroutines.
 	gates []metricGate
+	// gauges are metrics that operators and readers registered.
+	gaugesMu sync.Mutex
+	gauges   []namedGauge
 
 	// Checkpoints acknowledged from goroutines of the task (asynchronous
 	// snapshot parts, records in flight): asyncCtx ends them when the task
@@ -1177,7 +1180,7 @@ func RunSource[T any](t *Task, h *SourceHead[T]) error {
 	t.listeners = append(t.listeners, readerListener[T]{reader: &reader})
 	return t.run(func() {
 		t.current = h.Info
-		r, err := h.Source.NewReader(t.ctx, connector.SplitContext{Subtask: t.subtask, Parallelism: t.parallelism})
+		r, err := h.Source.NewReader(t.ctx, connector.SplitContext{Subtask: t.subtask, Parallelism: t.parallelism, Gauge: t.registerGauge})
 		if err != nil {
 			panic(userFailure{err})
 		}

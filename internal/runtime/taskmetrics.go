@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"fmt"
+	"regexp"
 	"sync/atomic"
 	"time"
 
@@ -98,6 +100,36 @@ type TaskMetrics struct {
 	// OutputWatermark the latest watermark it sent downstream;
 	// NoTimestamp before the first.
 	InputWatermark, OutputWatermark int64
+	// Gauges are the metrics the task's operators and source reader
+	// registered (connector.SplitContext.Gauge), by name.
+	Gauges map[string]int64
+}
+
+// namedGauge is a registered metric.
+type namedGauge struct {
+	name  string
+	value func() int64
+}
+
+// gaugeName is what a gauge may be called: it becomes part of metric
+// names in Prometheus and of metric ids in the REST API.
+var gaugeName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
+
+// registerGauge adds a metric of the task; a name registered twice keeps
+// the latest function.
+func (t *Task) registerGauge(name string, value func() int64) {
+	if !gaugeName.MatchString(name) {
+		panic(fmt.Sprintf("runtime: gauge name %q: want letters, digits and _", name))
+	}
+	t.gaugesMu.Lock()
+	defer t.gaugesMu.Unlock()
+	for i := range t.gauges {
+		if t.gauges[i].name == name {
+			t.gauges[i].value = value
+			return
+		}
+	}
+	t.gauges = append(t.gauges, namedGauge{name, value})
 }
 
 // BusyNanos is the time the task spent neither idle nor back pressured.
@@ -130,6 +162,14 @@ func (t *Task) metrics(now int64) TaskMetrics {
 		m.InPoolUsage = max(m.InPoolUsage, g.Usage())
 	}
 	m.OutPoolUsage = t.outPoolUsage()
+	t.gaugesMu.Lock()
+	if len(t.gauges) > 0 {
+		m.Gauges = make(map[string]int64, len(t.gauges))
+		for _, g := range t.gauges {
+			m.Gauges[g.name] = g.value()
+		}
+	}
+	t.gaugesMu.Unlock()
 	if len(t.writers) == 0 {
 		// A chain that ends in a sink sends nothing on: its output
 		// watermark is what reached it.

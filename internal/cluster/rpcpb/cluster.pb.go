@@ -1141,8 +1141,10 @@ type SubtaskMetrics struct {
 	OutPoolUsage                 float64                `protobuf:"fixed64,19,opt,name=out_pool_usage,json=outPoolUsage,proto3" json:"out_pool_usage,omitempty"`
 	InputWatermark               int64                  `protobuf:"varint,20,opt,name=input_watermark,json=inputWatermark,proto3" json:"input_watermark,omitempty"`
 	OutputWatermark              int64                  `protobuf:"varint,21,opt,name=output_watermark,json=outputWatermark,proto3" json:"output_watermark,omitempty"`
-	unknownFields                protoimpl.UnknownFields
-	sizeCache                    protoimpl.SizeCache
+	// Metrics the task's operators and source registered (pendingRecords).
+	Gauges        map[string]int64 `protobuf:"bytes,22,rep,name=gauges,proto3" json:"gauges,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SubtaskMetrics) Reset() {
@@ -1320,6 +1322,13 @@ func (x *SubtaskMetrics) GetOutputWatermark() int64 {
 		return x.OutputWatermark
 	}
 	return 0
+}
+
+func (x *SubtaskMetrics) GetGauges() map[string]int64 {
+	if x != nil {
+		return x.Gauges
+	}
+	return nil
 }
 
 type CheckpointStats struct {
@@ -2204,7 +2213,7 @@ const file_cluster_proto_rawDesc = "" +
 	"records_in\x18\x04 \x01(\x03R\trecordsIn\x12\x1f\n" +
 	"\vrecords_out\x18\x05 \x01(\x03R\n" +
 	"recordsOut\x12;\n" +
-	"\bsubtasks\x18\x06 \x03(\v2\x1f.weir.cluster.v1.SubtaskMetricsR\bsubtasks\"\x97\a\n" +
+	"\bsubtasks\x18\x06 \x03(\v2\x1f.weir.cluster.v1.SubtaskMetricsR\bsubtasks\"\x97\b\n" +
 	"\x0eSubtaskMetrics\x12\x18\n" +
 	"\asubtask\x18\x01 \x01(\x05R\asubtask\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1d\n" +
@@ -2230,7 +2239,11 @@ const file_cluster_proto_rawDesc = "" +
 	"\rin_pool_usage\x18\x12 \x01(\x01R\vinPoolUsage\x12$\n" +
 	"\x0eout_pool_usage\x18\x13 \x01(\x01R\foutPoolUsage\x12'\n" +
 	"\x0finput_watermark\x18\x14 \x01(\x03R\x0einputWatermark\x12)\n" +
-	"\x10output_watermark\x18\x15 \x01(\x03R\x0foutputWatermark\"\x88\x02\n" +
+	"\x10output_watermark\x18\x15 \x01(\x03R\x0foutputWatermark\x12C\n" +
+	"\x06gauges\x18\x16 \x03(\v2+.weir.cluster.v1.SubtaskMetrics.GaugesEntryR\x06gauges\x1a9\n" +
+	"\vGaugesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x88\x02\n" +
 	"\x0fCheckpointStats\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12+\n" +
@@ -2323,7 +2336,7 @@ func file_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_proto_rawDescData
 }
 
-var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_cluster_proto_goTypes = []any{
 	(*ConfirmCheckpointRequest)(nil),      // 0: weir.cluster.v1.ConfirmCheckpointRequest
 	(*ConfirmCheckpointResponse)(nil),     // 1: weir.cluster.v1.ConfirmCheckpointResponse
@@ -2353,6 +2366,7 @@ var file_cluster_proto_goTypes = []any{
 	(*CancelJobResponse)(nil),             // 25: weir.cluster.v1.CancelJobResponse
 	(*TriggerSavepointRequest)(nil),       // 26: weir.cluster.v1.TriggerSavepointRequest
 	(*TriggerSavepointResponse)(nil),      // 27: weir.cluster.v1.TriggerSavepointResponse
+	nil,                                   // 28: weir.cluster.v1.SubtaskMetrics.GaugesEntry
 }
 var file_cluster_proto_depIdxs = []int32{
 	6,  // 0: weir.cluster.v1.RegisterTaskManagerRequest.hardware:type_name -> weir.cluster.v1.Hardware
@@ -2361,33 +2375,34 @@ var file_cluster_proto_depIdxs = []int32{
 	15, // 3: weir.cluster.v1.JobStatus.vertices:type_name -> weir.cluster.v1.VertexStatus
 	17, // 4: weir.cluster.v1.JobStatus.checkpoints:type_name -> weir.cluster.v1.CheckpointStats
 	16, // 5: weir.cluster.v1.VertexStatus.subtasks:type_name -> weir.cluster.v1.SubtaskMetrics
-	7,  // 6: weir.cluster.v1.JobManager.RegisterTaskManager:input_type -> weir.cluster.v1.RegisterTaskManagerRequest
-	9,  // 7: weir.cluster.v1.JobManager.UnregisterTaskManager:input_type -> weir.cluster.v1.UnregisterTaskManagerRequest
-	18, // 8: weir.cluster.v1.JobManager.FetchArtifact:input_type -> weir.cluster.v1.FetchArtifactRequest
-	22, // 9: weir.cluster.v1.JobManager.ReportWorker:input_type -> weir.cluster.v1.ReportWorkerRequest
-	2,  // 10: weir.cluster.v1.JobManager.RequestHeartbeat:input_type -> weir.cluster.v1.RequestHeartbeatRequest
-	0,  // 11: weir.cluster.v1.JobManager.ConfirmCheckpoint:input_type -> weir.cluster.v1.ConfirmCheckpointRequest
-	11, // 12: weir.cluster.v1.TaskManager.Heartbeat:input_type -> weir.cluster.v1.HeartbeatRequest
-	20, // 13: weir.cluster.v1.TaskManager.SubmitJob:input_type -> weir.cluster.v1.SubmitJobRequest
-	24, // 14: weir.cluster.v1.TaskManager.CancelJob:input_type -> weir.cluster.v1.CancelJobRequest
-	26, // 15: weir.cluster.v1.TaskManager.TriggerSavepoint:input_type -> weir.cluster.v1.TriggerSavepointRequest
-	4,  // 16: weir.cluster.v1.TaskManager.Profile:input_type -> weir.cluster.v1.ProfileRequest
-	8,  // 17: weir.cluster.v1.JobManager.RegisterTaskManager:output_type -> weir.cluster.v1.RegisterTaskManagerResponse
-	10, // 18: weir.cluster.v1.JobManager.UnregisterTaskManager:output_type -> weir.cluster.v1.UnregisterTaskManagerResponse
-	19, // 19: weir.cluster.v1.JobManager.FetchArtifact:output_type -> weir.cluster.v1.ArtifactChunk
-	23, // 20: weir.cluster.v1.JobManager.ReportWorker:output_type -> weir.cluster.v1.ReportWorkerResponse
-	3,  // 21: weir.cluster.v1.JobManager.RequestHeartbeat:output_type -> weir.cluster.v1.RequestHeartbeatResponse
-	1,  // 22: weir.cluster.v1.JobManager.ConfirmCheckpoint:output_type -> weir.cluster.v1.ConfirmCheckpointResponse
-	12, // 23: weir.cluster.v1.TaskManager.Heartbeat:output_type -> weir.cluster.v1.HeartbeatResponse
-	21, // 24: weir.cluster.v1.TaskManager.SubmitJob:output_type -> weir.cluster.v1.SubmitJobResponse
-	25, // 25: weir.cluster.v1.TaskManager.CancelJob:output_type -> weir.cluster.v1.CancelJobResponse
-	27, // 26: weir.cluster.v1.TaskManager.TriggerSavepoint:output_type -> weir.cluster.v1.TriggerSavepointResponse
-	5,  // 27: weir.cluster.v1.TaskManager.Profile:output_type -> weir.cluster.v1.ProfileResponse
-	17, // [17:28] is the sub-list for method output_type
-	6,  // [6:17] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	28, // 6: weir.cluster.v1.SubtaskMetrics.gauges:type_name -> weir.cluster.v1.SubtaskMetrics.GaugesEntry
+	7,  // 7: weir.cluster.v1.JobManager.RegisterTaskManager:input_type -> weir.cluster.v1.RegisterTaskManagerRequest
+	9,  // 8: weir.cluster.v1.JobManager.UnregisterTaskManager:input_type -> weir.cluster.v1.UnregisterTaskManagerRequest
+	18, // 9: weir.cluster.v1.JobManager.FetchArtifact:input_type -> weir.cluster.v1.FetchArtifactRequest
+	22, // 10: weir.cluster.v1.JobManager.ReportWorker:input_type -> weir.cluster.v1.ReportWorkerRequest
+	2,  // 11: weir.cluster.v1.JobManager.RequestHeartbeat:input_type -> weir.cluster.v1.RequestHeartbeatRequest
+	0,  // 12: weir.cluster.v1.JobManager.ConfirmCheckpoint:input_type -> weir.cluster.v1.ConfirmCheckpointRequest
+	11, // 13: weir.cluster.v1.TaskManager.Heartbeat:input_type -> weir.cluster.v1.HeartbeatRequest
+	20, // 14: weir.cluster.v1.TaskManager.SubmitJob:input_type -> weir.cluster.v1.SubmitJobRequest
+	24, // 15: weir.cluster.v1.TaskManager.CancelJob:input_type -> weir.cluster.v1.CancelJobRequest
+	26, // 16: weir.cluster.v1.TaskManager.TriggerSavepoint:input_type -> weir.cluster.v1.TriggerSavepointRequest
+	4,  // 17: weir.cluster.v1.TaskManager.Profile:input_type -> weir.cluster.v1.ProfileRequest
+	8,  // 18: weir.cluster.v1.JobManager.RegisterTaskManager:output_type -> weir.cluster.v1.RegisterTaskManagerResponse
+	10, // 19: weir.cluster.v1.JobManager.UnregisterTaskManager:output_type -> weir.cluster.v1.UnregisterTaskManagerResponse
+	19, // 20: weir.cluster.v1.JobManager.FetchArtifact:output_type -> weir.cluster.v1.ArtifactChunk
+	23, // 21: weir.cluster.v1.JobManager.ReportWorker:output_type -> weir.cluster.v1.ReportWorkerResponse
+	3,  // 22: weir.cluster.v1.JobManager.RequestHeartbeat:output_type -> weir.cluster.v1.RequestHeartbeatResponse
+	1,  // 23: weir.cluster.v1.JobManager.ConfirmCheckpoint:output_type -> weir.cluster.v1.ConfirmCheckpointResponse
+	12, // 24: weir.cluster.v1.TaskManager.Heartbeat:output_type -> weir.cluster.v1.HeartbeatResponse
+	21, // 25: weir.cluster.v1.TaskManager.SubmitJob:output_type -> weir.cluster.v1.SubmitJobResponse
+	25, // 26: weir.cluster.v1.TaskManager.CancelJob:output_type -> weir.cluster.v1.CancelJobResponse
+	27, // 27: weir.cluster.v1.TaskManager.TriggerSavepoint:output_type -> weir.cluster.v1.TriggerSavepointResponse
+	5,  // 28: weir.cluster.v1.TaskManager.Profile:output_type -> weir.cluster.v1.ProfileResponse
+	18, // [18:29] is the sub-list for method output_type
+	7,  // [7:18] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_cluster_proto_init() }
@@ -2401,7 +2416,7 @@ func file_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_proto_rawDesc), len(file_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
