@@ -5,8 +5,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,22 +107,6 @@ func TestBackpressureAcrossProcesses(t *testing.T) {
 		t.Errorf("source metrics = %+v", ms)
 	} else if v, _ := strconv.ParseFloat(*ms[0].Value, 64); v <= 500 {
 		t.Errorf("source backPressuredTimeMsPerSecond = %s, want > 500", *ms[0].Value)
-	}
-}
-
-// getREST decodes the JSON answer of a GET on a JobManager's REST API.
-func getREST(t *testing.T, rest, path string, v any) {
-	t.Helper()
-	resp, err := http.Get(rest + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s", path, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatalf("GET %s: %v", path, err)
 	}
 }
 

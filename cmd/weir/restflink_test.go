@@ -52,17 +52,7 @@ func TestClusterFlinkMonitoringAPI(t *testing.T) {
 	}
 	get := func(path string, v any) {
 		t.Helper()
-		resp, err := http.Get(rest + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %s", path, resp.Status)
-		}
-		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-			t.Fatalf("GET %s: %v", path, err)
-		}
+		getREST(t, rest, path, v)
 	}
 	defer http.DefaultClient.CloseIdleConnections()
 
@@ -110,5 +100,21 @@ func TestClusterFlinkMonitoringAPI(t *testing.T) {
 	get("/jobs/"+id+"/exceptions", &ex)
 	if ex.RootException != nil || len(ex.ExceptionHistory.Entries) != 0 {
 		t.Errorf("exceptions of a job that never failed: %+v", ex)
+	}
+}
+
+// getREST decodes the JSON answer of a GET on a JobManager's REST API.
+func getREST(t *testing.T, rest, path string, v any) {
+	t.Helper()
+	resp, err := http.Get(rest + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", path, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
 	}
 }

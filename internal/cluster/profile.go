@@ -36,22 +36,9 @@ const maxProfileBytes = 4<<20 - 1024
 const maxProfileSeconds = 20
 
 func (s *tmService) Profile(ctx context.Context, req *rpcpb.ProfileRequest) (*rpcpb.ProfileResponse, error) {
-	if err := s.tm.checkTerm(req.GetLeaderTerm()); err != nil {
+	a, st, err := s.runningWorker(req.GetLeaderTerm(), req.GetJobId(), func(*workerAttempt) bool { return true })
+	if err != nil {
 		return nil, err
-	}
-	w := s.tm.workers
-	w.mu.Lock()
-	a := w.attempts[req.GetJobId()]
-	w.mu.Unlock()
-	if a == nil {
-		return nil, status.Errorf(codes.NotFound, "job %s does not run on taskmanager %s", req.GetJobId(), s.tm.opts.ResourceID)
-	}
-	a.mu.Lock()
-	state := a.state
-	a.mu.Unlock()
-	st, err := readWorkerStatus(a.statusPath)
-	if state != attemptRunning || err != nil || st.Control == "" {
-		return nil, status.Errorf(codes.FailedPrecondition, "job %s: its worker on taskmanager %s is %s, not running", req.GetJobId(), s.tm.opts.ResourceID, state)
 	}
 	u := "http://" + st.Control + "/profile/" + url.PathEscape(req.GetKind())
 	if req.GetKind() == "cpu" {

@@ -139,6 +139,30 @@ func checkShape(schemas map[string]*flinkSchema, name string, s *flinkSchema, v 
 	return errs
 }
 
+// shapeCase is an endpoint whose answer must have a Flink schema's shape;
+// absent as for shapeErrors.
+type shapeCase struct {
+	path   string
+	schema string
+	absent []string
+}
+
+// checkShapes GETs every case's path and compares the answer with its
+// schema.
+func checkShapes(t *testing.T, schemas map[string]*flinkSchema, base string, cases []shapeCase) {
+	t.Helper()
+	for _, tt := range cases {
+		code, v := getJSON(t, base, tt.path)
+		if code != http.StatusOK {
+			t.Errorf("GET %s = %d %v", tt.path, code, v)
+			continue
+		}
+		for _, e := range shapeErrors(schemas, tt.schema, v, tt.path, tt.absent) {
+			t.Error(e)
+		}
+	}
+}
+
 // getJSON GETs path and decodes the answer with numbers kept as written.
 func getJSON(t *testing.T, base, path string) (int, any) {
 	t.Helper()
@@ -197,11 +221,7 @@ func TestFlinkMonitoringAPI(t *testing.T) {
 	idle := submitTestJob(t, jm, `{"JobName": "idle", "Vertices": [{"ID": "e5", "Name": "big", "Parallelism": 9}]}`,
 		"slot.request.timeout=1m")
 
-	for _, tt := range []struct {
-		path   string
-		schema string
-		absent []string
-	}{
+	checkShapes(t, schemas, base, []shapeCase{
 		{"/config", "#/components/schemas/DashboardConfiguration", nil},
 		{"/jobs/overview", "#/components/schemas/MultipleJobsDetails", nil},
 		{"/jobs/" + id + "/plan", "#/components/schemas/JobPlanInfo",
@@ -227,16 +247,7 @@ func TestFlinkMonitoringAPI(t *testing.T) {
 		{"/jobs/" + idle + "/exceptions", "#/components/schemas/JobExceptionsInfoWithHistory",
 			// Flink too leaves them out of a job that has not failed.
 			[]string{"JobExceptionsInfoWithHistory.root-exception", "JobExceptionsInfoWithHistory.timestamp"}},
-	} {
-		code, v := getJSON(t, base, tt.path)
-		if code != http.StatusOK {
-			t.Errorf("GET %s = %d %v", tt.path, code, v)
-			continue
-		}
-		for _, e := range shapeErrors(schemas, tt.schema, v, tt.path, tt.absent) {
-			t.Error(e)
-		}
-	}
+	})
 
 	// The values.
 	var cfg DashboardConfigJSON

@@ -50,11 +50,7 @@ func TestFlinkVertexAndCheckpointAPI(t *testing.T) {
 		return len(bp.Subtasks) == 3 && bp.Subtasks[0].Ratio > 0
 	})
 
-	for _, tt := range []struct {
-		path   string
-		schema string
-		absent []string
-	}{
+	checkShapes(t, schemas, base, []shapeCase{
 		{"/jobs/" + id, "#/components/schemas/JobDetailsInfo", []string{
 			// The JSON plan is at /jobs/{id}/plan.
 			"JobDetailsInfo.plan",
@@ -73,16 +69,7 @@ func TestFlinkVertexAndCheckpointAPI(t *testing.T) {
 			"LatestCheckpoints.savepoint", "LatestCheckpoints.failed", "LatestCheckpoints.restored",
 			"CompletedCheckpointStatistics.external_path",
 			"+CompletedCheckpointStatistics.full_state_size"}},
-	} {
-		code, v := getJSON(t, base, tt.path)
-		if code != http.StatusOK {
-			t.Errorf("GET %s = %d %v", tt.path, code, v)
-			continue
-		}
-		for _, e := range shapeErrors(schemas, tt.schema, v, tt.path, tt.absent) {
-			t.Error(e)
-		}
-	}
+	})
 
 	// The values.
 	var bp BackPressureJSON

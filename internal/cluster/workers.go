@@ -614,22 +614,11 @@ func (s *tmService) CancelJob(ctx context.Context, req *rpcpb.CancelJobRequest) 
 }
 
 func (s *tmService) TriggerSavepoint(ctx context.Context, req *rpcpb.TriggerSavepointRequest) (*rpcpb.TriggerSavepointResponse, error) {
-	if err := s.tm.checkTerm(req.GetLeaderTerm()); err != nil {
+	a, st, err := s.runningWorker(req.GetLeaderTerm(), req.GetJobId(), func(a *workerAttempt) bool {
+		return int(req.GetAttempt()) == a.attempt && req.GetLeaderTerm() == a.term
+	})
+	if err != nil {
 		return nil, err
-	}
-	w := s.tm.workers
-	w.mu.Lock()
-	a := w.attempts[req.GetJobId()]
-	w.mu.Unlock()
-	if a == nil || int(req.GetAttempt()) != a.attempt || req.GetLeaderTerm() != a.term {
-		return nil, status.Errorf(codes.NotFound, "job %s attempt %d does not run on taskmanager %s", req.GetJobId(), req.GetAttempt(), s.tm.opts.ResourceID)
-	}
-	a.mu.Lock()
-	state := a.state
-	a.mu.Unlock()
-	st, err := readWorkerStatus(a.statusPath)
-	if state != attemptRunning || err != nil || st.Control == "" {
-		return nil, status.Errorf(codes.FailedPrecondition, "job %s attempt %d cannot take a savepoint now (worker %s)", req.GetJobId(), req.GetAttempt(), state)
 	}
 	body, _ := json.Marshal(map[string]any{"dir": req.GetTargetDirectory(), "stop": req.GetStop(), "drain": req.GetDrain()})
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+st.Control+"/savepoint", bytes.NewReader(body))
@@ -654,6 +643,30 @@ func (s *tmService) TriggerSavepoint(ctx context.Context, req *rpcpb.TriggerSave
 		return nil, status.Errorf(codes.Aborted, "savepoint failed: %s", out.Error)
 	}
 	return &rpcpb.TriggerSavepointResponse{Path: out.Path}, nil
+}
+
+// runningWorker finds the attempt of job that match accepts, running,
+// with its latest status: the worker whose control endpoint a request
+// of the JobManager of term goes to.
+func (s *tmService) runningWorker(term int64, job string, match func(*workerAttempt) bool) (*workerAttempt, *workerStatus, error) {
+	if err := s.tm.checkTerm(term); err != nil {
+		return nil, nil, err
+	}
+	w := s.tm.workers
+	w.mu.Lock()
+	a := w.attempts[job]
+	w.mu.Unlock()
+	if a == nil || !match(a) {
+		return nil, nil, status.Errorf(codes.NotFound, "job %s does not run on taskmanager %s (or not that attempt)", job, s.tm.opts.ResourceID)
+	}
+	a.mu.Lock()
+	state := a.state
+	a.mu.Unlock()
+	st, err := readWorkerStatus(a.statusPath)
+	if state != attemptRunning || err != nil || st.Control == "" {
+		return nil, nil, status.Errorf(codes.FailedPrecondition, "job %s: its worker on taskmanager %s is %s, not running", job, s.tm.opts.ResourceID, state)
+	}
+	return a, st, nil
 }
 
 // snapshot lists the attempts.
