@@ -729,7 +729,7 @@ function vertexView(jid, vid) {
         { title: 'Status', cell: (s) => (s.status ? badge(s.status) : '–') },
         { title: 'Attempt', cls: 'num', cell: (s) => esc(s.attempt) },
         { title: 'TaskManager', cell: (s) => (s['taskmanager-id'] ? `<a href="#/taskmanager/${encodeURIComponent(s['taskmanager-id'])}">${esc(s['taskmanager-id'])}</a>` : '–') },
-        { title: 'Endpoint', cell: (s) => esc(s.endpoint || '–') },
+        { title: 'Endpoint', cell: (s) => esc(s.endpoint || s.host || '–') },
         { title: 'Records In', cls: 'num', cell: (s) => fmtNum(m(s, 'read-records')) },
         { title: 'Records Out', cls: 'num', cell: (s) => fmtNum(m(s, 'write-records')) },
         { title: 'Bytes In', cls: 'num', cell: (s) => fmtBytes(m(s, 'read-bytes')) },
@@ -988,7 +988,9 @@ async function download(path, fallback) {
   }
   const blob = await resp.blob();
   const m = /filename="?([^";]+)"?/.exec(resp.headers.get('Content-Disposition') || '');
-  const name = m ? m[1] : fallback;
+  // A TaskManager's ID has a colon (host:port-suffix), which file
+  // systems and browsers do not all keep in a file name.
+  const name = (m ? m[1] : fallback).replace(/[^A-Za-z0-9._-]/g, '_');
   const url = URL.createObjectURL(blob);
   const a = document.createElement('a');
   a.href = url;
