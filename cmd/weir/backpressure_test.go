@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,10 +30,7 @@ func TestBackpressureAcrossProcesses(t *testing.T) {
 	}
 	defer client.Close()
 	waitOverview(t, client, 10*time.Second, "2 taskmanagers", func(o cluster.Overview) bool { return o.TaskManagers == 2 })
-	program := filepath.Join(t.TempDir(), "slowsink")
-	if out, err := exec.Command("go", "build", "-o", program, "./testdata/slowsink").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	program := buildSlowSink(t)
 	const rate = 2000
 	stdout, stderr, code := weir(t, "run", "-d", "--jobmanager", strings.TrimPrefix(rest, "http://"), "-p", "1", program, "--rate", strconv.Itoa(rate))
 	if code != exitOK {

@@ -139,37 +139,8 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// The browser: its whole run is bounded, so that a page that never
 	// shows what the test waits for fails the test in time.
-	ctx, cancel := context.WithTimeout(context.Background(), 75*time.Second)
-	defer cancel()
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.UserDataDir(filepath.Join(dir, "chromium")), chromedp.WindowSize(1400, 900))
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
-	defer cancelBrowser()
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(bctx, steps...); err != nil {
-			shot(t, bctx, artifacts, "failed")
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	// waitJS waits until the expression is truthy.
-	waitJS := func(what, expr string, d time.Duration) {
-		t.Helper()
-		if _, err := chromedp.Run(bctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(d), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
-			shot(t, bctx, artifacts, "failed")
-			page, perr := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById('view').textContent`))
-			t.Fatalf("no %s within %v (%v); the page shows (%v):\n%s", what, d, err, perr, page)
-		}
-	}
-	eval := func(what, expr string) {
-		t.Helper()
-		if _, err := chromedp.Run(bctx, chromedp.Evaluate[chromedp.Void](expr)); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	b, ctx := openBrowser(t, browser, dir, artifacts, "", 75*time.Second)
+	bctx, do, waitJS, eval := b.ctx, b.do, b.waitJS, b.eval
 
 	// The page asks for the cluster's token once, then the overview lists
 	// the running job.

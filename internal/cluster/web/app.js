@@ -430,7 +430,7 @@ function layout(nodes) {
   for (const n of nodes) depth(n, new Set());
   const layers = [];
   for (const n of nodes) (layers[layer.get(n.id)] = layers[layer.get(n.id)] || []).push(n);
-  const W = 250, H = 100, GX = 80, GY = 26, PAD = 20;
+  const W = 250, H = 118, GX = 80, GY = 26, PAD = 20;
   const pos = new Map();
   const tallest = Math.max(...layers.map((l) => l.length));
   layers.forEach((l, x) => {
@@ -478,7 +478,7 @@ function drawDAG(container, jid, plan) {
     const name = n.operator || n.id;
     const g = svgEl('g', { class: 'dag-vertex', id: 'vertex-' + n.id, transform: `translate(${p.x},${p.y})`,
       'data-vertex-id': n.id, 'data-name': name, 'data-parallelism': n.parallelism, 'data-backpressure': 'unknown',
-      'data-rate-in': '', 'data-rate-out': '' });
+      'data-rate-in': '', 'data-rate-out': '', 'data-busy': '', 'data-backpressured': '' });
     g.appendChild(svgEl('title', {}, name + '\n' + (n.description || '').replace(/<br\/>/g, '\n').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')));
     g.appendChild(svgEl('rect', { class: 'box', width: L.W, height: L.H, rx: 4 }));
     g.appendChild(svgEl('rect', { class: 'bp', width: 6, height: L.H, rx: 2 }));
@@ -487,6 +487,7 @@ function drawDAG(container, jid, plan) {
     g.appendChild(svgEl('text', { class: 'v-small v-in', x: 14, y: 58 }, 'In: –'));
     g.appendChild(svgEl('text', { class: 'v-small v-out', x: 14, y: 75 }, 'Out: –'));
     g.appendChild(svgEl('text', { class: 'v-small v-bp', x: 14, y: 92 }, 'Backpressure: –'));
+    g.appendChild(svgEl('text', { class: 'v-small v-busy', x: 14, y: 109 }, 'Busy (max): –'));
     g.addEventListener('click', () => { location.hash = `#/job/${jid}/vertex/${encodeURIComponent(n.id)}`; });
     svg.appendChild(g);
   }
@@ -501,6 +502,18 @@ function planKey(plan) {
 // backpressure-level, later versions as backpressureLevel.
 function level(bp) {
   return bp.backpressureLevel || bp['backpressure-level'] || 'unknown';
+}
+
+// maxRatio is the highest of a ratio (ratio, busyRatio, idleRatio) over a
+// backpressure answer's subtasks, as Flink's graph shows "Busy (max)"
+// and "Backpressured (max)"; undefined where no subtask has it.
+function maxRatio(bp, key) {
+  const xs = ((bp && bp.subtasks) || []).map((s) => s[key]).filter((x) => typeof x === 'number');
+  return xs.length ? Math.max(...xs) : undefined;
+}
+
+function pct(x) {
+  return x === undefined || x === null ? '–' : Math.round(x * 100) + '%';
 }
 
 async function backpressure(jid, vertices) {
@@ -578,8 +591,12 @@ function jobView(id, tab) {
             g.querySelector('.v-out').textContent = 'Out: ' + fmtRate(rv.out) + '  (' + fmtNum((v.metrics || {})['write-records']) + ')';
           }
           const lv = bp[v.id] ? level(bp[v.id]) : 'unknown';
+          const busy = maxRatio(bp[v.id], 'busyRatio'), bpr = maxRatio(bp[v.id], 'ratio');
           g.dataset.backpressure = lv;
-          g.querySelector('.v-bp').textContent = 'Backpressure: ' + (bp[v.id] ? lv.toUpperCase() : '–');
+          g.dataset.busy = busy === undefined ? '' : Math.round(busy * 100);
+          g.dataset.backpressured = bpr === undefined ? '' : Math.round(bpr * 100);
+          g.querySelector('.v-bp').textContent = 'Backpressure: ' + (bp[v.id] ? lv.toUpperCase() + (bpr === undefined ? '' : ` (max ${pct(bpr)})`) : '–');
+          g.querySelector('.v-busy').textContent = 'Busy (max): ' + pct(busy);
         }
         setHTML('vertex-list', table('vertex-table', [
           { title: 'Name', cell: (v) => `<a href="#/job/${esc(id)}/vertex/${encodeURIComponent(v.id)}">${esc(v.name)}</a>` },
@@ -592,6 +609,8 @@ function jobView(id, tab) {
           { title: 'Bytes In', cls: 'num', cell: (v) => fmtBytes((v.metrics || {})['read-bytes']) },
           { title: 'Bytes Out', cls: 'num', cell: (v) => fmtBytes((v.metrics || {})['write-bytes']) },
           { title: 'Backpressure', cell: (v) => (bp[v.id] ? `<span class="bp-${esc(level(bp[v.id]))}">${esc(level(bp[v.id]))}</span>` : '–') },
+          { title: 'Backpressured (max)', cls: 'num', cell: (v) => pct(maxRatio(bp[v.id], 'ratio')) },
+          { title: 'Busy (max)', cls: 'num', cell: (v) => pct(maxRatio(bp[v.id], 'busyRatio')) },
           { title: 'Tasks', cell: (v) => taskBadges(v.tasks) },
         ], d.vertices || [], { rowAttrs: (v) => `class="clickable" data-vertex-id="${esc(v.id)}" data-href="#/job/${esc(id)}/vertex/${encodeURIComponent(v.id)}"` }));
       } else if (tab === 'exceptions') {
@@ -676,8 +695,22 @@ function vertexView(jid, vid) {
     html: jobHeader(jid, '') + `<h1 id="vertex-name" data-vertex-id="${esc(vid)}">Vertex ${esc(vid)}</h1>
       <h2>Subtasks</h2><div id="subtask-list"></div>
       <div class="grid2"><div><h2>Backpressure</h2><div id="backpressure-list"></div></div>
-      <div><h2>Watermarks</h2><div id="watermark-list"></div></div></div>`,
-    mount() { mountJobActions(jid); },
+      <div><h2>Watermarks</h2><div id="watermark-list"></div></div></div>
+      <h2>Flame Graph</h2>
+      <div class="card" id="flame-card">
+        <div class="actions">
+          <label for="flame-seconds">CPU samples of this vertex for</label>
+          <select id="flame-seconds">${[1, 2, 5, 10, 20].map((n) => `<option value="${n}"${n === 5 ? ' selected' : ''}>${n} s</option>`).join('')}</select>
+          <button type="button" id="flame-btn">Sample</button>
+          <button type="button" id="flame-reset" class="secondary" disabled>Reset zoom</button>
+          <span id="flame-status" class="status" data-state=""></span>
+        </div>
+        <div id="flame-graph"></div>
+      </div>`,
+    mount() {
+      mountJobActions(jid);
+      mountFlameGraph(jid, vid);
+    },
     async update() {
       const d = await api('/jobs/' + jid);
       updateJobHeader(d);
@@ -696,7 +729,7 @@ function vertexView(jid, vid) {
         { title: 'Status', cell: (s) => (s.status ? badge(s.status) : '–') },
         { title: 'Attempt', cls: 'num', cell: (s) => esc(s.attempt) },
         { title: 'TaskManager', cell: (s) => (s['taskmanager-id'] ? `<a href="#/taskmanager/${encodeURIComponent(s['taskmanager-id'])}">${esc(s['taskmanager-id'])}</a>` : '–') },
-        { title: 'Endpoint', cell: (s) => esc(s.endpoint || '–') },
+        { title: 'Endpoint', cell: (s) => esc(s.endpoint || s.host || '–') },
         { title: 'Records In', cls: 'num', cell: (s) => fmtNum(m(s, 'read-records')) },
         { title: 'Records Out', cls: 'num', cell: (s) => fmtNum(m(s, 'write-records')) },
         { title: 'Bytes In', cls: 'num', cell: (s) => fmtBytes(m(s, 'read-bytes')) },
@@ -706,7 +739,6 @@ function vertexView(jid, vid) {
         { title: 'Idle', cls: 'num', cell: (s) => fmtDuration(m(s, 'accumulated-idle-time')) },
         { title: 'Duration', cls: 'num', cell: (s) => fmtDuration(s.duration) },
       ], subtasks, { empty: 'No subtask is deployed.', rowAttrs: (s) => `data-subtask="${esc(s.subtask)}"` }));
-      const pct = (x) => (x === undefined || x === null ? '–' : Math.round(x * 100) + '%');
       setHTML('backpressure-list', bp ? `<p>Level <span id="bp-level" class="bp-${esc(level(bp))}" data-level="${esc(level(bp))}">${esc(level(bp))}</span>
         <span class="muted">measured ${fmtTime(bp['end-timestamp'])}</span></p>` + table('backpressure-table', [
         { title: '#', cls: 'num', cell: (s) => esc(s.subtask) },
@@ -721,6 +753,107 @@ function vertexView(jid, vid) {
       ], wm, { empty: 'No watermark yet.' }) : '<p class="muted">Not available from this JobManager.</p>');
     },
   };
+}
+
+// ---------- flame graph ----------
+
+// mountFlameGraph wires the vertex page's flame graph control to Flink's
+// GET /jobs/{id}/vertices/{vid}/flamegraph?seconds=N, which answers after
+// sampling the vertex's CPU for N seconds.
+function mountFlameGraph(jid, vid) {
+  const gen = state.gen;
+  const btn = document.getElementById('flame-btn');
+  const reset = document.getElementById('flame-reset');
+  const status = (text, st) => setText('flame-status', text, { 'data-state': st });
+  let graph = null;
+  btn.addEventListener('click', async () => {
+    const seconds = Number(document.getElementById('flame-seconds').value);
+    btn.disabled = true;
+    const until = Date.now() + seconds * 1000;
+    const tick = () => {
+      const left = Math.ceil((until - Date.now()) / 1000);
+      status(left > 0 ? `Sampling CPU for ${seconds} s… ${left} s left` : 'Sampling done; building the graph…', 'in-progress');
+    };
+    tick();
+    const timer = setInterval(tick, 250);
+    try {
+      const fg = await api(`/jobs/${jid}/vertices/${encodeURIComponent(vid)}/flamegraph?seconds=${seconds}`);
+      if (gen !== state.gen) return;
+      graph = fg.data || { name: 'root', value: 0, children: [] };
+      const total = graph.value || 0;
+      status(total ? `${fmtNum(total)} samples in ${seconds} s, measured ${fmtTime(fg.endTimestamp)}. Click a frame to zoom in.`
+        : `No CPU samples of this vertex in ${seconds} s: it was idle, waiting or sleeping.`, 'completed');
+      document.getElementById('flame-status').dataset.samples = total;
+      drawFlameGraph(document.getElementById('flame-graph'), graph, graph, reset);
+    } catch (e) {
+      if (gen !== state.gen) return;
+      const why = e.status === 409 ? 'the job is not running' : e.status === 404 ? 'this JobManager has no such job, vertex or endpoint'
+        : e.status === 401 ? 'the token is required' : '';
+      status(`Flame graph failed${e.status ? ' (' + e.status + (why ? ': ' + why : '') + ')' : ''}: ${e.message}`, 'failed');
+    } finally {
+      clearInterval(timer);
+      btn.disabled = false;
+    }
+  });
+  reset.addEventListener('click', () => { if (graph) drawFlameGraph(document.getElementById('flame-graph'), graph, graph, reset); });
+}
+
+// flameColor is a warm colour that stays the same for a function name.
+function flameColor(name) {
+  let h = 0;
+  for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
+  return `hsl(${h % 50}, ${70 + (h >> 8) % 25}%, ${58 + (h >> 16) % 14}%)`;
+}
+
+// drawFlameGraph draws root's tree as an icicle (callers above callees)
+// zoomed on focus: focus spans the width, its ancestors are full-width
+// rows above it (click one to zoom out), and every frame's width is its
+// share of focus's samples.
+function drawFlameGraph(container, root, focus, reset) {
+  const total = root.value || 0;
+  if (!total) {
+    container.replaceChildren();
+    return;
+  }
+  const W = Math.max(600, container.clientWidth || 1100), RH = 18;
+  const path = [];
+  const find = (n) => {
+    path.push(n);
+    if (n === focus) return true;
+    for (const c of n.children || []) if (find(c)) return true;
+    path.pop();
+    return false;
+  };
+  find(root);
+  const frames = [];
+  path.slice(0, -1).forEach((n, d) => frames.push({ n, x: 0, w: W, d, anc: true }));
+  let depth = path.length;
+  const place = (n, x, d) => {
+    const w = (n.value / focus.value) * W;
+    if (w < 0.5) return;
+    frames.push({ n, x, w, d });
+    depth = Math.max(depth, d + 1);
+    let cx = x;
+    for (const c of (n.children || []).slice().sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      place(c, cx, d + 1);
+      cx += (c.value / focus.value) * W;
+    }
+  };
+  place(focus, 0, path.length - 1);
+  const svg = svgEl('svg', { id: 'flame-svg', class: 'flame', width: W, height: depth * RH, 'data-total': total, 'data-focus': focus.name });
+  for (const f of frames) {
+    const share = (f.n.value / total) * 100;
+    const g = svgEl('g', { class: 'flame-node' + (f.anc ? ' ancestor' : ''), transform: `translate(${f.x.toFixed(2)},${f.d * RH})`,
+      'data-name': f.n.name, 'data-value': f.n.value });
+    g.appendChild(svgEl('title', {}, `${f.n.name}\n${fmtNum(f.n.value)} samples, ${share.toFixed(2)}% of all` +
+      (focus !== root && !f.anc ? `, ${((f.n.value / focus.value) * 100).toFixed(2)}% of ${focus.name}` : '')));
+    g.appendChild(svgEl('rect', { width: Math.max(0.5, f.w - 0.5).toFixed(2), height: RH - 1, fill: f.anc ? '#d5dae0' : flameColor(f.n.name) }));
+    if (f.w > 36) g.appendChild(svgEl('text', { x: 3, y: RH - 5 }, short(f.n.name, Math.floor((f.w - 6) / 6.5))));
+    g.addEventListener('click', () => drawFlameGraph(container, root, f.n, reset));
+    svg.appendChild(g);
+  }
+  container.replaceChildren(svg);
+  reset.disabled = focus === root;
 }
 
 // watermark shows a watermark (milliseconds) as a time where it is one.
@@ -758,9 +891,60 @@ function taskManagerView(id) {
   return {
     name: 'taskmanager',
     html: `<h1>Task Manager <span class="mono">${esc(id)}</span></h1><div class="grid2"><div><h2>Details</h2><div id="tm-details"></div></div>
-      <div><h2>Slots</h2><div id="tm-slots"></div></div></div><h2>Metrics</h2><div id="tm-metrics"></div>`,
+      <div><h2>Slots</h2><div id="tm-slots"></div></div></div>
+      <h2>Profiles</h2>
+      <div class="card" id="tm-profiles">
+        <div class="actions">
+          <label for="profile-job">Worker of job</label><select id="profile-job"></select>
+          <label for="profile-seconds">CPU for</label>
+          <select id="profile-seconds">${[5, 10, 20].map((n) => `<option value="${n}"${n === 10 ? ' selected' : ''}>${n} s</option>`).join('')}</select>
+          <button type="button" data-profile="cpu">CPU profile</button>
+          <button type="button" class="secondary" data-profile="heap">Heap</button>
+          <button type="button" class="secondary" data-profile="allocs">Allocations</button>
+          <button type="button" class="secondary" data-profile="goroutine">Goroutines</button>
+          <span id="profile-status" class="status" data-state=""></span>
+        </div>
+        <p class="muted">Each job runs in its own worker process on the TaskManager; a profile is of that process, in pprof's format.
+          Open a downloaded file with <code>go tool pprof -http=: FILE</code>.</p>
+      </div>
+      <h2>Metrics</h2><div id="tm-metrics"></div>`,
+    mount() {
+      document.getElementById('tm-profiles').addEventListener('click', async (ev) => {
+        const b = ev.target.closest('button[data-profile]');
+        if (!b) return;
+        const kind = b.dataset.profile;
+        const job = document.getElementById('profile-job').value;
+        const seconds = document.getElementById('profile-seconds').value;
+        const st = (text, s) => setText('profile-status', text, { 'data-state': s });
+        if (!job) { st('No job runs on this TaskManager: a profile is of a job\'s worker process.', 'failed'); return; }
+        let q = `type=${kind}&job=${encodeURIComponent(job)}`;
+        if (kind === 'cpu') q += `&seconds=${seconds}`;
+        st(kind === 'cpu' ? `Profiling the CPU for ${seconds} s…` : `Taking a ${kind} profile…`, 'in-progress');
+        for (const x of document.querySelectorAll('#tm-profiles button')) x.disabled = true;
+        try {
+          const f = await download(`/taskmanagers/${enc}/profile?${q}`, `${kind}-${job}-${id}.pb.gz`);
+          st(`Downloaded ${f.name} (${fmtBytes(f.size)}).`, 'completed');
+          const el = document.getElementById('profile-status');
+          el.dataset.filename = f.name;
+          el.dataset.bytes = f.size;
+          el.dataset.kind = kind;
+        } catch (e) {
+          st(`${kind} profile failed${e.status ? ' (' + e.status + ')' : ''}: ${e.message}`, 'failed');
+        } finally {
+          for (const x of document.querySelectorAll('#tm-profiles button')) x.disabled = false;
+        }
+      });
+    },
     async update() {
       const t = await api('/taskmanagers/' + enc);
+      const jobs = [...new Set((t.allocatedSlots || []).map((s) => s.jobId).filter(Boolean))];
+      const sel = document.getElementById('profile-job');
+      if (sel.dataset.jobs !== jobs.join(',')) {
+        const cur = sel.value;
+        sel.innerHTML = jobs.length ? jobs.map((j) => `<option value="${esc(j)}">${esc(j)}</option>`).join('') : '<option value="">no job runs here</option>';
+        if (jobs.includes(cur)) sel.value = cur;
+        sel.dataset.jobs = jobs.join(',');
+      }
       const hw = t.hardware || {};
       setHTML('tm-details', table('tm-details-table', [{ title: '', cell: (r) => esc(r[0]) }, { title: '', cell: (r) => r[1] }], [
         ['Address', esc(t.address || t.path)], ['Slots', `${esc(t.freeSlots)} free of ${esc(t.slotsNumber)}`],
@@ -782,6 +966,40 @@ function taskManagerView(id) {
         vals.slice().sort((a, b) => (a.id < b.id ? -1 : 1))));
     },
   };
+}
+
+// download fetches path with the token, as api does, and saves the
+// answer as a file (the name from Content-Disposition, else fallback)
+// through an object URL: a bare link could not send the Authorization
+// header. It answers the file's name and size.
+async function download(path, fallback) {
+  const headers = {};
+  if (state.token) headers['Authorization'] = 'Bearer ' + state.token;
+  const resp = await fetch(path, { headers, cache: 'no-store' });
+  if (resp.status === 401) {
+    askToken(state.token ? 'The token was not accepted.' : '');
+    throw new APIError(401, 'the cluster requires its token');
+  }
+  if (!resp.ok) {
+    const text = await resp.text();
+    let msg = resp.status + ' ' + resp.statusText;
+    try { const d = JSON.parse(text); if (d && d.errors) msg = d.errors.join('; '); } catch (e) { if (text) msg = text; }
+    throw new APIError(resp.status, msg);
+  }
+  const blob = await resp.blob();
+  const m = /filename="?([^";]+)"?/.exec(resp.headers.get('Content-Disposition') || '');
+  // A TaskManager's ID has a colon (host:port-suffix), which file
+  // systems and browsers do not all keep in a file name.
+  const name = (m ? m[1] : fallback).replace(/[^A-Za-z0-9._-]/g, '_');
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
+  return { name, size: blob.size };
 }
 
 // ---------- submit ----------
