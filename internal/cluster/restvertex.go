@@ -51,10 +51,14 @@ func (j *job) aggregateSubtasksLocked() {
 		v := &j.vertices[i]
 		m := &v.Metrics
 		m.ReadBytes, m.WriteBytes = 0, 0
+		m.AccumulatedBackPressured, m.AccumulatedIdle, m.AccumulatedBusy = 0, 0, 0
 		complete := true
 		for _, s := range j.subtaskMetrics[v.ID] {
 			m.ReadBytes += s.BytesIn
 			m.WriteBytes += s.BytesOut
+			m.AccumulatedBackPressured += s.AccumulatedBackPressuredMs
+			m.AccumulatedIdle += s.AccumulatedIdleMs
+			m.AccumulatedBusy += float64(s.AccumulatedBusyMs)
 			complete = complete && s.State != ""
 		}
 		m.ReadBytesComplete, m.WriteBytesComplete = complete, complete
@@ -144,6 +148,11 @@ type IOMetricsJSON struct {
 	ReadRecordsComplete  bool  `json:"read-records-complete"`
 	WriteRecords         int64 `json:"write-records"`
 	WriteRecordsComplete bool  `json:"write-records-complete"`
+	// Milliseconds back pressured, idle and busy since the subtasks
+	// started (later Flink, 1.16), summed over a vertex's subtasks.
+	AccumulatedBackPressured int64   `json:"accumulated-backpressured-time"`
+	AccumulatedIdle          int64   `json:"accumulated-idle-time"`
+	AccumulatedBusy          float64 `json:"accumulated-busy-time"`
 }
 
 // JobVertexDetailsJSON is the answer of GET /jobs/{id}/vertices/{vid}.
@@ -171,7 +180,8 @@ func (j *job) vertexDetailsLocked(v JobVertexJSON, index int, now time.Time) Job
 		s := SubtaskAttemptJSON{Subtask: i, Status: j.subtaskStatusLocked(m), Attempt: max(0, j.attempt-1),
 			StartTime: start.UnixMilli(), EndTime: -1, Duration: end.Sub(start).Milliseconds(),
 			Metrics: IOMetricsJSON{ReadBytes: m.BytesIn, WriteBytes: m.BytesOut, ReadRecords: m.RecordsIn, WriteRecords: m.RecordsOut,
-				ReadBytesComplete: m.State != "", WriteBytesComplete: m.State != "", ReadRecordsComplete: m.State != "", WriteRecordsComplete: m.State != ""}}
+				ReadBytesComplete: m.State != "", WriteBytesComplete: m.State != "", ReadRecordsComplete: m.State != "", WriteRecordsComplete: m.State != "",
+				AccumulatedBackPressured: m.AccumulatedBackPressuredMs, AccumulatedIdle: m.AccumulatedIdleMs, AccumulatedBusy: float64(m.AccumulatedBusyMs)}}
 		if start.IsZero() {
 			s.StartTime, s.Duration = -1, -1
 		}
