@@ -143,42 +143,12 @@ const workerPeersTimeout = 2 * time.Minute
 // workerStatusInterval is how often a worker rewrites its status file.
 const workerStatusInterval = 200 * time.Millisecond
 
-// WorkerStatus is the content of a worker's status file.
-type WorkerStatus struct {
-	JobID   string `json:"jobId"`
-	JobName string `json:"jobName"`
-	// State is RUNNING, FINISHED, FAILED or CANCELED.
-	State                string               `json:"state"`
-	Vertices             []WorkerVertexStatus `json:"vertices"`
-	CompletedCheckpoints int                  `json:"completedCheckpoints"`
-	LatestCheckpoint     string               `json:"latestCheckpoint,omitempty"`
-	// Process measures the worker process itself.
-	Process *cluster.ProcessMetricsJSON `json:"process,omitempty"`
-	// Checkpoints are the latest completed checkpoints this worker
-	// coordinated, oldest first; FailedCheckpoints counts the failed ones.
-	Checkpoints       []cluster.CheckpointStatsJSON `json:"checkpoints,omitempty"`
-	FailedCheckpoints int                           `json:"failedCheckpoints"`
-	Error             string                        `json:"error,omitempty"`
-	// Control is the host:port of the worker's control endpoint:
-	// POST /savepoint with {"dir", "stop", "drain"} answers {"path"} or
-	// {"error"}, and needs "Authorization: Bearer $WEIR_WORKER_TOKEN".
-	Control string `json:"control,omitempty"`
-	// DataAddress is the worker's data plane server in a job spread over
-	// several workers.
-	DataAddress string `json:"dataAddress,omitempty"`
-	Updated     int64  `json:"updated"` // Unix milliseconds
-}
+// WorkerStatus is the content of a worker's status file, which its
+// TaskManager reads (cluster.WorkerStatus).
+type WorkerStatus = cluster.WorkerStatus
 
-// WorkerVertexStatus sums the counters of one job vertex's subtasks.
-type WorkerVertexStatus struct {
-	ID          string `json:"id"`
-	Name        string `json:"name"`
-	Parallelism int    `json:"parallelism"`
-	RecordsIn   int64  `json:"recordsIn"`
-	RecordsOut  int64  `json:"recordsOut"`
-	// Subtasks are this worker's subtasks of the vertex.
-	Subtasks []cluster.SubtaskMetricsJSON `json:"subtasks,omitempty"`
-}
+// WorkerVertexStatus is one vertex in it.
+type WorkerVertexStatus = cluster.WorkerVertexStatus
 
 // WorkerSavepointRequest is the body of POST /savepoint.
 type WorkerSavepointRequest struct {

@@ -83,28 +83,42 @@ type peersFile struct {
 	DataAddresses []string `json:"dataAddresses"`
 }
 
-// workerStatus is a worker's status file (stream.WorkerStatus).
-type workerStatus struct {
-	JobName  string `json:"jobName"`
-	State    string `json:"state"`
-	Vertices []struct {
-		ID          string               `json:"id"`
-		Name        string               `json:"name"`
-		Parallelism int                  `json:"parallelism"`
-		RecordsIn   int64                `json:"recordsIn"`
-		RecordsOut  int64                `json:"recordsOut"`
-		Subtasks    []SubtaskMetricsJSON `json:"subtasks"`
-	} `json:"vertices"`
-	CompletedCheckpoints int                   `json:"completedCheckpoints"`
-	LatestCheckpoint     string                `json:"latestCheckpoint"`
-	Checkpoints          []CheckpointStatsJSON `json:"checkpoints"`
-	Process              *ProcessMetricsJSON   `json:"process"`
-	FailedCheckpoints    int                   `json:"failedCheckpoints"`
-	Error                string                `json:"error"`
-	Control              string                `json:"control"`
-	// DataAddress is the host:port on which a worker of an attempt with
-	// several workers accepts data connections from the others.
-	DataAddress string `json:"dataAddress"`
+// WorkerStatus is the content of a worker's status file: the worker
+// (stream's worker mode) writes it, its TaskManager reads it.
+type WorkerStatus struct {
+	JobID   string `json:"jobId"`
+	JobName string `json:"jobName"`
+	// State is RUNNING, FINISHED, FAILED or CANCELED.
+	State                string               `json:"state"`
+	Vertices             []WorkerVertexStatus `json:"vertices"`
+	CompletedCheckpoints int                  `json:"completedCheckpoints"`
+	LatestCheckpoint     string               `json:"latestCheckpoint,omitempty"`
+	// Process measures the worker process itself.
+	Process *ProcessMetricsJSON `json:"process,omitempty"`
+	// Checkpoints are the latest completed checkpoints this worker
+	// coordinated, oldest first; FailedCheckpoints counts the failed ones.
+	Checkpoints       []CheckpointStatsJSON `json:"checkpoints,omitempty"`
+	FailedCheckpoints int                   `json:"failedCheckpoints"`
+	Error             string                `json:"error,omitempty"`
+	// Control is the host:port of the worker's control endpoint:
+	// POST /savepoint with {"dir", "stop", "drain"} answers {"path"} or
+	// {"error"}, and needs "Authorization: Bearer $WEIR_WORKER_TOKEN".
+	Control string `json:"control,omitempty"`
+	// DataAddress is the worker's data plane server in a job spread over
+	// several workers.
+	DataAddress string `json:"dataAddress,omitempty"`
+	Updated     int64  `json:"updated"` // Unix milliseconds
+}
+
+// WorkerVertexStatus sums the counters of one job vertex's subtasks.
+type WorkerVertexStatus struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Parallelism int    `json:"parallelism"`
+	RecordsIn   int64  `json:"recordsIn"`
+	RecordsOut  int64  `json:"recordsOut"`
+	// Subtasks are this worker's subtasks of the vertex.
+	Subtasks []SubtaskMetricsJSON `json:"subtasks,omitempty"`
 }
 
 // workerAttempt is one attempt of a job, run as a worker process.
@@ -131,7 +145,7 @@ type workerAttempt struct {
 	canceled bool
 	failure  string // why the TaskManager stopped the worker; ends it FAILED
 	proc     *os.Process
-	status   workerStatus // last read
+	status   WorkerStatus // last read
 	ended    time.Time
 }
 
@@ -648,7 +662,7 @@ func (s *tmService) TriggerSavepoint(ctx context.Context, req *rpcpb.TriggerSave
 // runningWorker finds the attempt of job that match accepts, running,
 // with its latest status: the worker whose control endpoint a request
 // of the JobManager of term goes to.
-func (s *tmService) runningWorker(term int64, job string, match func(*workerAttempt) bool) (*workerAttempt, *workerStatus, error) {
+func (s *tmService) runningWorker(term int64, job string, match func(*workerAttempt) bool) (*workerAttempt, *WorkerStatus, error) {
 	if err := s.tm.checkTerm(term); err != nil {
 		return nil, nil, err
 	}
@@ -746,12 +760,12 @@ func (w *workers) stopAll(grace time.Duration) {
 	}
 }
 
-func readWorkerStatus(path string) (*workerStatus, error) {
+func readWorkerStatus(path string) (*WorkerStatus, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var st workerStatus
+	var st WorkerStatus
 	if err := json.Unmarshal(data, &st); err != nil {
 		return nil, err
 	}
