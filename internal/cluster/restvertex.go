@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"path"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -388,8 +387,8 @@ func statsSummary(values []int64) StatsSummaryJSON {
 	if len(values) == 0 {
 		return StatsSummaryJSON{}
 	}
-	v := slices.Clone(values)
-	sort.Slice(v, func(a, b int) bool { return v[a] < v[b] })
+	v := values // the caller's own slice, built for this summary
+	slices.Sort(v)
 	sum := int64(0)
 	for _, x := range v {
 		sum += x
