@@ -45,11 +45,11 @@ type Split interface {
 type SplitContext struct {
 	Subtask     int // 0-based index of the reader subtask
 	Parallelism int // number of reader subtasks
-	// Gauge, when not nil, registers a metric of the reader's subtask
+	// Gauge, when not nil, registers a metric of the source operator
 	// under name (letters, digits and _; Flink's source metrics are
 	// "pendingRecords", records behind the end of the input, and
-	// "pendingBytes"). value is read from other goroutines while the
-	// reader runs, so it must be safe for that (an atomic).
+	// "pendingBytes"). value runs on the reader's goroutine between two
+	// polls, about as often as metrics are reported; it must be cheap.
 	Gauge func(name string, value func() int64)
 }
 

@@ -99,6 +99,7 @@ func (quietLogger) Fatalf(format string, a ...any) {
 
 type pebbleStore[K comparable] struct {
 	db       *pebble.DB
+	closed   bool
 	dir      string
 	kc       codec.Codec[K]
 	keyGroup func(K) int
@@ -176,6 +177,7 @@ func idBounds(id uint32) (lo, hi []byte) {
 }
 
 func (p *pebbleStore[K]) close() error {
+	p.closed = true
 	err := p.db.Close()
 	p.opts.Cache.Unref()
 	if rerr := os.RemoveAll(p.dir); err == nil {

@@ -146,6 +146,31 @@ func (b *Backend[K]) Len() int {
 	return n
 }
 
+// Metrics are a backend's size, for the operator's gauges.
+type Metrics struct {
+	// Entries is the number of keys with state, summed over the states
+	// (heap only: counting them in Pebble would scan the store).
+	Entries int64
+	// DiskBytes, MemTableBytes and BlockCacheBytes are Pebble's live
+	// data on disk, its memtables and its block cache (Flink's RocksDB
+	// total-sst-files-size, cur-size-all-mem-tables, block-cache-usage).
+	DiskBytes, MemTableBytes, BlockCacheBytes int64
+}
+
+// Metrics measures the backend. Like every method it runs on the task's
+// goroutine; it costs a map length per state on the heap and a read of
+// Pebble's counters.
+func (b *Backend[K]) Metrics() Metrics {
+	if b.p != nil {
+		if b.p.closed {
+			return Metrics{}
+		}
+		m := b.p.db.Metrics()
+		return Metrics{DiskBytes: int64(m.DiskSpaceUsage()), MemTableBytes: int64(m.MemTable.Size), BlockCacheBytes: m.BlockCache.Size}
+	}
+	return Metrics{Entries: int64(b.Len())}
+}
+
 // Close releases the backend. For Pebble it closes the store and removes
 // its directory; for the heap it does nothing. The backend must not be used
 // afterwards.

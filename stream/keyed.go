@@ -74,6 +74,7 @@ func (ks *KeyedStream[K, T]) reduceInPlace(update func(acc, v *T)) *Stream[T] {
 		}
 		op := &reduceOp[K, T]{oc: oc, key: ks.key, hash: ks.hasher, update: update, out: out, batch: oc.Batch, index: make(map[K]int32)}
 		oc.Register(op)
+		oc.Gauge("stateEntries", func() int64 { return int64(len(op.index)) })
 		return op, nil
 	}))
 }

@@ -145,7 +145,9 @@ func (c *keyedCore[K, U]) init(oc *runtime.OperatorContext, fn any, out runtime.
 // removes when it ends.
 func newStateBackend[K comparable](oc *runtime.OperatorContext, hash runtime.KeyHasher[K]) (*state.Backend[K], error) {
 	if config.StateBackend.Get(oc.Config) != config.StateBackendPebble {
-		return state.NewBackend[K](), nil
+		b := state.NewBackend[K]()
+		oc.Gauge("stateEntries", func() int64 { return b.Metrics().Entries })
+		return b, nil
 	}
 	dir := config.TmpDirs.Get(oc.Config)
 	if dir == "" {
@@ -162,6 +164,12 @@ func newStateBackend[K comparable](oc *runtime.OperatorContext, hash runtime.Key
 		return nil, fmt.Errorf("pebble state backend in %s: %w", dir, err)
 	}
 	oc.OnCleanup(func() { _ = b.Close() })
+	// One reading of Pebble's counters serves the three gauges, which
+	// are read one after the other.
+	var m state.Metrics
+	oc.Gauge("stateDiskBytes", func() int64 { m = b.Metrics(); return m.DiskBytes })
+	oc.Gauge("stateMemTableBytes", func() int64 { return m.MemTableBytes })
+	oc.Gauge("stateBlockCacheBytes", func() int64 { return m.BlockCacheBytes })
 	return b, nil
 }
 

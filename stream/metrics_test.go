@@ -3,6 +3,7 @@ package stream_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -95,5 +96,62 @@ func TestTaskTimeMetrics(t *testing.T) {
 	}
 	if m := task(after, source); m.OutPoolUsage < 0.5 {
 		t.Errorf("%s: output pool usage %.2f, want > 0.5", source, m.OutPoolUsage)
+	}
+}
+
+// TestStateSizeGauges: a keyed operator reports the size of its state as
+// operator gauges, read on its task's goroutine while records flow: the
+// number of entries with the heap backend, Pebble's bytes with Pebble.
+func TestStateSizeGauges(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const keys = 1000
+	for _, backend := range []string{"hashmap", "pebble"} {
+		t.Run(backend, func(t *testing.T) {
+			env := newEnv(t, 1, "state.backend.type", backend)
+			src := stream.FromSource[int64](env, &stream.Generator[int64]{Count: -1, Fn: func(i int64) int64 { return i % keys }}, "numbers")
+			sums := stream.KeyBy(src, func(v int64) int64 { return v }).Reduce(func(a, b int64) int64 { return a + b }).Name("sums")
+			stream.Collect(sums.Filter(func(int64) bool { return false }))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			job, err := env.ExecuteAsync(ctx, "state-gauges")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				job.Cancel()
+				_ = job.Wait()
+			}()
+			gauge := func(name string) (int64, string) {
+				for _, m := range job.Metrics() {
+					for _, g := range m.Gauges {
+						if g.Name == name {
+							return g.Value, g.Operator
+						}
+					}
+				}
+				return -1, ""
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				var ok bool
+				var got string
+				if backend == "hashmap" {
+					n, op := gauge("stateEntries")
+					ok, got = n == keys, fmt.Sprintf("stateEntries of %q = %d, want %d", op, n, keys)
+				} else {
+					mem, op := gauge("stateMemTableBytes")
+					disk, _ := gauge("stateDiskBytes")
+					ok, got = mem > 0 && disk >= 0, fmt.Sprintf("%q: memtables %d bytes, disk %d", op, mem, disk)
+				}
+				if ok {
+					t.Log(got)
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal(got)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
 	}
 }

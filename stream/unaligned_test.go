@@ -189,7 +189,7 @@ func diffCounts(want, got []string) (missing, extra int) {
 // whose gates hold many buffers, so that aligned barriers wait behind
 // thousands of records, and counts the checkpoints that complete within
 // a window once the backpressure has built up.
-func checkpointsUnderBackpressure(t *testing.T, window time.Duration, kvs ...string) int {
+func checkpointsUnderBackpressure(t *testing.T, window time.Duration, kvs ...string) (int, []runtime.CheckpointStats) {
 	env := newEnv(t, 1, append([]string{
 		"execution.checkpointing.interval", "10 ms",
 		"taskmanager.network.memory.floating-buffers-per-gate", "200",
@@ -231,7 +231,24 @@ func checkpointsUnderBackpressure(t *testing.T, window time.Duration, kvs ...str
 	}
 	before := job.CompletedCheckpoints()
 	time.Sleep(window)
-	return job.CompletedCheckpoints() - before
+	return job.CompletedCheckpoints() - before, job.CheckpointHistory()
+}
+
+// slowTaskStats returns the slow map's part in the latest checkpoint of
+// the history.
+func slowTaskStats(t *testing.T, hist []runtime.CheckpointStats) runtime.SubtaskCheckpoint {
+	t.Helper()
+	if len(hist) == 0 {
+		t.Fatal("no checkpoint completed")
+	}
+	last := hist[len(hist)-1]
+	for _, st := range last.Tasks {
+		if st.Vertex != last.Tasks[0].Vertex { // the source heads the first vertex
+			return st
+		}
+	}
+	t.Fatalf("checkpoint %d has no part of a task after the source: %+v", last.ID, last.Tasks)
+	return runtime.SubtaskCheckpoint{}
 }
 
 // TestUnalignedCheckpointsUnderBackpressure: with some 50,000 records
@@ -242,12 +259,12 @@ func checkpointsUnderBackpressure(t *testing.T, window time.Duration, kvs ...str
 // aligned checkpoint switches to unaligned once it has aligned for longer.
 func TestUnalignedCheckpointsUnderBackpressure(t *testing.T) {
 	const window = 3 * time.Second
-	aligned := checkpointsUnderBackpressure(t, window)
-	unaligned := checkpointsUnderBackpressure(t, window, "execution.checkpointing.unaligned.enabled", "true")
-	timeout := checkpointsUnderBackpressure(t, window, "execution.checkpointing.unaligned.enabled", "true",
+	aligned, _ := checkpointsUnderBackpressure(t, window)
+	unaligned, unalignedHist := checkpointsUnderBackpressure(t, window, "execution.checkpointing.unaligned.enabled", "true")
+	timeout, timeoutHist := checkpointsUnderBackpressure(t, window, "execution.checkpointing.unaligned.enabled", "true",
 		"execution.checkpointing.aligned-checkpoint-timeout", "50 ms")
 	// The timeout only counts with unaligned checkpoints on (as in Flink).
-	ignored := checkpointsUnderBackpressure(t, window, "execution.checkpointing.aligned-checkpoint-timeout", "50 ms")
+	ignored, _ := checkpointsUnderBackpressure(t, window, "execution.checkpointing.aligned-checkpoint-timeout", "50 ms")
 	t.Logf("checkpoints completed in %v: aligned %d, unaligned %d, aligned with a 50 ms timeout %d, timeout without unaligned %d",
 		window, aligned, unaligned, timeout, ignored)
 	if aligned > 1 || ignored > 1 {
@@ -258,6 +275,14 @@ func TestUnalignedCheckpointsUnderBackpressure(t *testing.T) {
 	}
 	if timeout < 3 {
 		t.Errorf("alignment timeout: %d checkpoints completed under backpressure, want at least 3", timeout)
+	}
+	// The statistics say what happened at the slow task: the records in
+	// flight it persisted, and with the timeout the 50 ms it aligned first.
+	if st := slowTaskStats(t, unalignedHist); !st.Unaligned || st.PersistedBytes == 0 || st.StateSize < st.PersistedBytes {
+		t.Errorf("unaligned checkpoint at the slow task: %+v", st)
+	}
+	if st := slowTaskStats(t, timeoutHist); !st.Unaligned || st.PersistedBytes == 0 || st.Alignment < 50*time.Millisecond {
+		t.Errorf("checkpoint after the alignment timeout at the slow task: %+v", st)
 	}
 }
 

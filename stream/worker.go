@@ -194,6 +194,9 @@ type worker struct {
 // carries (Flink's web.checkpoints.history is 10).
 const maxReportedCheckpoints = 10
 
+// detailedCheckpoints is how many of them carry their subtasks' parts.
+const detailedCheckpoints = 3
+
 // newWorker returns nil outside worker mode, and an error when the graph
 // is not the one the client submitted: the code before Execute must build
 // the same graph in the client and in every worker.
@@ -489,8 +492,13 @@ func (w *worker) write(state string, jobErr error) {
 	st.FailedCheckpoints = w.jc.job.FailedCheckpoints()
 	process := cluster.ReadProcessMetrics()
 	st.Process = &process
+	// The subtasks' parts of the latest few: the JobManager keeps what it
+	// saw of a checkpoint first, when it was among the latest.
 	if h := w.jc.CheckpointHistory(); len(h) > 0 {
-		st.Checkpoints = cluster.CheckpointStatsOf(h[max(0, len(h)-maxReportedCheckpoints):])
+		st.Checkpoints = cluster.CheckpointStatsOf(h[max(0, len(h)-maxReportedCheckpoints):], detailedCheckpoints)
+	}
+	if h := w.jc.job.FailedCheckpointHistory(); len(h) > 0 {
+		st.Checkpoints = append(st.Checkpoints, cluster.CheckpointStatsOf(h[max(0, len(h)-maxReportedCheckpoints):], detailedCheckpoints)...)
 	}
 	for _, v := range w.jc.Graph.Vertices {
 		st.Vertices = append(st.Vertices, *byVertex[v.ID])

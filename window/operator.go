@@ -109,7 +109,22 @@ func newOperator[K comparable, T, ACC, V, OUT any](oc *runtime.OperatorContext, 
 		op.pctx.lazyGlobal = op.fastGlobal
 	}
 	oc.Register(op)
+	oc.Gauge("stateEntries", op.stateEntries)
 	return op
+}
+
+// stateEntries counts what the operator keeps on the heap: each key's
+// windows (a key with several windows counts once per window in the
+// fast path's panes), for the operator's state size gauge.
+func (op *operator[K, T, ACC, V, OUT]) stateEntries() int64 {
+	if fs := op.fast; fs != nil {
+		n := len(fs.global)
+		for _, p := range fs.panes {
+			n += len(p.slots)
+		}
+		return int64(n)
+	}
+	return int64(len(op.keys))
 }
 
 func (op *operator[K, T, ACC, V, OUT]) now() int64 { return op.pts.Now() }

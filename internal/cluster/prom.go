@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -122,7 +123,12 @@ type taskCollector struct {
 
 func (c taskCollector) Describe(chan<- *prometheus.Desc) {} // unchecked: the label values come and go with jobs
 
-var taskLabels = []string{"tm_id", "job_id", "job_name", "task_id", "task_name", "subtask_index", "task_attempt_num"}
+var (
+	taskLabels = []string{"tm_id", "job_id", "job_name", "task_id", "task_name", "subtask_index", "task_attempt_num"}
+	// operatorLabels are Flink's operator scope: the task's and the
+	// operator's name.
+	operatorLabels = append(slices.Clone(taskLabels), "operator_name")
+)
 
 // taskGauges are the task metrics under Flink's names.
 var taskGauges = []struct {
@@ -194,8 +200,8 @@ func (c taskCollector) Collect(ch chan<- prometheus.Metric) {
 				for i, g := range taskGauges {
 					ch <- prometheus.MustNewConstMetric(taskDescs[i], prometheus.GaugeValue, g.value(m), labels...)
 				}
-				for name, v := range m.Gauges {
-					ch <- prometheus.MustNewConstMetric(registeredDesc(name), prometheus.GaugeValue, float64(v), labels...)
+				for _, g := range m.Gauges {
+					ch <- prometheus.MustNewConstMetric(registeredDesc(g.Name), prometheus.GaugeValue, float64(g.Value), append(labels[:len(labels):len(labels)], g.Operator)...)
 				}
 			}
 		}
@@ -246,8 +252,7 @@ func (c jobCollector) Collect(ch chan<- prometheus.Metric) {
 			"numberOfFailedCheckpoints":    float64(j.ckFailed + j.ckFailedAttempt),
 			"numRestarts":                  float64(j.restarts),
 		}
-		if n := len(j.ckHistory); n > 0 {
-			last := j.ckHistory[n-1]
+		if last, ok := j.lastCompletedLocked(); ok {
 			values["lastCheckpointDuration"] = float64(last.DurationMs)
 			values["lastCheckpointSize"] = float64(last.CheckpointedSize)
 			values["lastCheckpointFullSize"] = float64(last.FullSize)
@@ -300,7 +305,7 @@ func registeredDesc(name string) *prometheus.Desc {
 	if d, ok := registeredDescs.Load(name); ok {
 		return d.(*prometheus.Desc)
 	}
-	d, _ := registeredDescs.LoadOrStore(name, prometheus.NewDesc("weir_taskmanager_job_task_"+name,
-		"A metric the task's operators or source registered ("+name+").", taskLabels, nil))
+	d, _ := registeredDescs.LoadOrStore(name, prometheus.NewDesc("weir_taskmanager_job_task_operator_"+name,
+		"A metric an operator registered ("+name+").", operatorLabels, nil))
 	return d.(*prometheus.Desc)
 }

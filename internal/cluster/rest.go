@@ -107,6 +107,8 @@ func (jm *JobManager) restHandler() http.Handler {
 	route("/jobs", map[string]http.HandlerFunc{http.MethodGet: jm.handleJobs, http.MethodPost: jm.handleSubmit})
 	route("/jobs/{id}", map[string]http.HandlerFunc{http.MethodGet: jm.handleJob, http.MethodPatch: jm.handleCancel})
 	route("/jobs/{id}/checkpoints", get(jm.handleCheckpointing))
+	route("/jobs/{id}/checkpoints/details/{cid}", get(jm.handleCheckpointDetails))
+	route("/jobs/{id}/checkpoints/details/{cid}/subtasks/{vid}", get(jm.handleCheckpointSubtasks))
 	route("/jobs/{id}/vertices/{vid}", get(jm.handleVertex))
 	route("/jobs/{id}/vertices/{vid}/backpressure", get(jm.handleBackPressure))
 	route("/jobs/{id}/vertices/{vid}/watermarks", get(jm.handleWatermarks))

@@ -2,11 +2,9 @@ package cluster
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"net/http"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -62,21 +60,6 @@ func (j *job) aggregateSubtasksLocked() {
 		}
 		m.ReadBytesComplete, m.WriteBytesComplete = complete, complete
 		m.ReadRecordsComplete, m.WriteRecordsComplete = complete, complete
-	}
-}
-
-// addCheckpointLocked adds a completed checkpoint to the history unless
-// it is there already.
-func (j *job) addCheckpointLocked(c CheckpointStatsJSON) {
-	i, found := slices.BinarySearchFunc(j.ckHistory, c.ID, func(e CheckpointStatsJSON, id int64) int {
-		return int(e.ID - id)
-	})
-	if found {
-		return
-	}
-	j.ckHistory = slices.Insert(j.ckHistory, i, c)
-	if n := len(j.ckHistory) - maxCheckpointHistory; n > 0 {
-		j.ckHistory = slices.Clone(j.ckHistory[n:])
 	}
 }
 
@@ -297,8 +280,10 @@ func subtaskMetricValues(m SubtaskMetricsJSON, now time.Time) []struct {
 		{"currentInputWatermark", i(m.InputWatermark)},
 		{"currentOutputWatermark", i(m.OutputWatermark)},
 	}
-	for _, name := range slices.Sorted(maps.Keys(m.Gauges)) {
-		out = append(out, struct{ name, value string }{name, i(m.Gauges[name])})
+	// Operator metrics, as Flink names them in a vertex's metrics:
+	// "<subtask>.<operator name>.<metric>".
+	for _, g := range m.Gauges {
+		out = append(out, struct{ name, value string }{g.Operator + "." + g.Name, i(g.Value)})
 	}
 	if m.OutputWatermark != runtime.NoTimestamp && m.OutputWatermark != math.MaxInt64 {
 		// How far event time is behind the wall clock at this subtask.
@@ -339,150 +324,6 @@ func (jm *JobManager) handleVertexMetrics(w http.ResponseWriter, r *http.Request
 	jm.withVertex(w, r, func(j *job, v JobVertexJSON, _ int) any {
 		return selectMetrics(j.vertexMetricsLocked(v, func(string) bool { return true }), r.URL.Query().Get("get"))
 	})
-}
-
-// Flink's CheckpointingStatistics (GET /jobs/{id}/checkpoints).
-type CheckpointingStatisticsJSON struct {
-	Counts struct {
-		Restored   int64 `json:"restored"`
-		Total      int64 `json:"total"`
-		InProgress int   `json:"in_progress"`
-		Completed  int64 `json:"completed"`
-		Failed     int64 `json:"failed"`
-	} `json:"counts"`
-	Summary CheckpointSummaryJSON `json:"summary"`
-	Latest  struct {
-		Completed *CheckpointStatisticsJSON `json:"completed"`
-		Savepoint *CheckpointStatisticsJSON `json:"savepoint"`
-		Failed    *CheckpointStatisticsJSON `json:"failed"`
-		Restored  *RestoredCheckpointJSON   `json:"restored"`
-	} `json:"latest"`
-	History []CheckpointStatisticsJSON `json:"history"`
-}
-
-// CheckpointSummaryJSON summarizes the completed checkpoints in the
-// history (Flink's CheckpointingStatistics.Summary).
-type CheckpointSummaryJSON struct {
-	CheckpointedSize  StatsSummaryJSON `json:"checkpointed_size"`
-	StateSize         StatsSummaryJSON `json:"state_size"`
-	EndToEndDuration  StatsSummaryJSON `json:"end_to_end_duration"`
-	AlignmentBuffered StatsSummaryJSON `json:"alignment_buffered"`
-	ProcessedData     StatsSummaryJSON `json:"processed_data"`
-	PersistedData     StatsSummaryJSON `json:"persisted_data"`
-}
-
-// StatsSummaryJSON is Flink's StatsSummaryDto.
-type StatsSummaryJSON struct {
-	Min  int64   `json:"min"`
-	Max  int64   `json:"max"`
-	Avg  int64   `json:"avg"`
-	P50  float64 `json:"p50"`
-	P90  float64 `json:"p90"`
-	P95  float64 `json:"p95"`
-	P99  float64 `json:"p99"`
-	P999 float64 `json:"p999"`
-}
-
-func statsSummary(values []int64) StatsSummaryJSON {
-	if len(values) == 0 {
-		return StatsSummaryJSON{}
-	}
-	v := values // the caller's own slice, built for this summary
-	slices.Sort(v)
-	sum := int64(0)
-	for _, x := range v {
-		sum += x
-	}
-	// Nearest rank: the smallest value with at least p of the values at
-	// or below it.
-	q := func(p float64) float64 {
-		return float64(v[max(0, int(math.Ceil(p*float64(len(v))))-1)])
-	}
-	return StatsSummaryJSON{Min: v[0], Max: v[len(v)-1], Avg: sum / int64(len(v)),
-		P50: q(0.5), P90: q(0.9), P95: q(0.95), P99: q(0.99), P999: q(0.999)}
-}
-
-// CheckpointStatisticsJSON is one checkpoint of the history (Flink's
-// CompletedCheckpointStatistics, "clazz": "completed").
-type CheckpointStatisticsJSON struct {
-	ID                 int64  `json:"id"`
-	Status             string `json:"status"`
-	IsSavepoint        bool   `json:"is_savepoint"`
-	TriggerTimestamp   int64  `json:"trigger_timestamp"`
-	LatestAckTimestamp int64  `json:"latest_ack_timestamp"`
-	// StateSize is what the checkpoint wrote (Flink keeps the old name
-	// for its checkpointed size); CheckpointedSize the same, and
-	// FullStateSize everything it references (weir's own field).
-	StateSize         int64          `json:"state_size"`
-	CheckpointedSize  int64          `json:"checkpointed_size"`
-	FullStateSize     int64          `json:"full_state_size"`
-	EndToEndDuration  int64          `json:"end_to_end_duration"`
-	AlignmentBuffered int64          `json:"alignment_buffered"`
-	ProcessedData     int64          `json:"processed_data"`
-	PersistedData     int64          `json:"persisted_data"`
-	NumSubtasks       int            `json:"num_subtasks"`
-	NumAckSubtasks    int            `json:"num_acknowledged_subtasks"`
-	CheckpointType    string         `json:"checkpoint_type"`
-	Tasks             map[string]any `json:"tasks"`
-	ExternalPath      string         `json:"external_path,omitempty"`
-	Discarded         bool           `json:"discarded"`
-	Clazz             string         `json:"clazz"`
-}
-
-// RestoredCheckpointJSON is Flink's RestoredCheckpointStatistics.
-type RestoredCheckpointJSON struct {
-	ID               int64  `json:"id"`
-	RestoreTimestamp int64  `json:"restore_timestamp"`
-	IsSavepoint      bool   `json:"is_savepoint"`
-	ExternalPath     string `json:"external_path"`
-}
-
-func (j *job) checkpointingLocked() CheckpointingStatisticsJSON {
-	var out CheckpointingStatisticsJSON
-	out.Counts.Completed = int64(j.baseChk + j.attemptChk)
-	out.Counts.Failed = int64(j.ckFailed + j.ckFailedAttempt)
-	out.Counts.Total = out.Counts.Completed + out.Counts.Failed
-	if j.restored != nil {
-		out.Counts.Restored = 1
-		if j.restarts > 0 {
-			out.Counts.Restored = int64(j.restarts)
-		}
-		out.Latest.Restored = &RestoredCheckpointJSON{ID: j.restored.id, RestoreTimestamp: j.restored.at.UnixMilli(),
-			IsSavepoint: j.restored.savepoint, ExternalPath: j.restored.path}
-	}
-	out.History = []CheckpointStatisticsJSON{}
-	var sizes, full, durations []int64
-	for i := len(j.ckHistory) - 1; i >= 0; i-- {
-		c := j.ckHistory[i]
-		out.History = append(out.History, CheckpointStatisticsJSON{
-			ID: c.ID, Status: "COMPLETED", TriggerTimestamp: c.TriggerTimestamp, LatestAckTimestamp: c.LatestAck,
-			StateSize: c.CheckpointedSize, CheckpointedSize: c.CheckpointedSize, FullStateSize: c.FullSize,
-			EndToEndDuration: c.DurationMs, NumSubtasks: c.Subtasks, NumAckSubtasks: c.Subtasks,
-			CheckpointType: "CHECKPOINT", Tasks: map[string]any{}, ExternalPath: c.Path, Clazz: "completed",
-			// A checkpoint older than the retained ones was deleted.
-			Discarded: c.Path != "" && c.Path != j.latest && i < len(j.ckHistory)-1,
-		})
-		sizes = append(sizes, c.CheckpointedSize)
-		full = append(full, c.FullSize)
-		durations = append(durations, c.DurationMs)
-	}
-	if len(out.History) > 0 {
-		latest := out.History[0]
-		out.Latest.Completed = &latest
-	}
-	if j.latest != "" && (out.Latest.Completed == nil || out.Latest.Completed.ExternalPath != j.latest) {
-		// The JobManager confirmed a checkpoint before a heartbeat brought
-		// its statistics: the confirmed one is the latest.
-		out.Latest.Completed = &CheckpointStatisticsJSON{ID: j.confirmedID, Status: "COMPLETED", CheckpointType: "CHECKPOINT",
-			Tasks: map[string]any{}, ExternalPath: j.latest, Clazz: "completed"}
-	}
-	out.Summary = CheckpointSummaryJSON{CheckpointedSize: statsSummary(sizes), StateSize: statsSummary(full),
-		EndToEndDuration: statsSummary(durations)}
-	return out
-}
-
-func (jm *JobManager) handleCheckpointing(w http.ResponseWriter, r *http.Request) {
-	jm.withJob(w, r, func(j *job) any { return j.checkpointingLocked() })
 }
 
 // handleTaskManagerMetrics is Flink's GET /taskmanagers/{id}/metrics:

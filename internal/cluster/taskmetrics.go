@@ -38,21 +38,54 @@ type SubtaskMetricsJSON struct {
 	InputWatermark  int64 `json:"inputWatermark"`
 	OutputWatermark int64 `json:"outputWatermark"`
 	// Gauges are what the task's operators and source registered, such
-	// as a Kafka source's pendingRecords.
-	Gauges map[string]int64 `json:"gauges,omitempty"`
+	// as a Kafka source's pendingRecords and keyed operators' state sizes.
+	Gauges []GaugeJSON `json:"gauges,omitempty"`
 }
 
-// CheckpointStatsJSON is one completed checkpoint in a worker's status:
-// the checkpoint coordinator's record of it.
+// GaugeJSON is one operator metric (Flink's operator scope).
+type GaugeJSON struct {
+	Operator string `json:"operator"`
+	Name     string `json:"name"`
+	Value    int64  `json:"value"`
+}
+
+// CheckpointStatsJSON is one completed or failed checkpoint or savepoint
+// in a worker's status: the checkpoint coordinator's record of it.
 type CheckpointStatsJSON struct {
 	ID               int64  `json:"id"`
 	Path             string `json:"path,omitempty"`
 	TriggerTimestamp int64  `json:"triggerTimestamp"` // Unix ms
-	LatestAck        int64  `json:"latestAck"`        // Unix ms
+	LatestAck        int64  `json:"latestAck"`        // Unix ms; when it failed, for a failed one
 	DurationMs       int64  `json:"durationMs"`
 	FullSize         int64  `json:"fullSize"`
 	CheckpointedSize int64  `json:"checkpointedSize"`
 	Subtasks         int    `json:"subtasks"`
+	Acknowledged     int    `json:"acknowledged"`
+	Savepoint        bool   `json:"savepoint,omitempty"`
+	// Failure says why a failed checkpoint failed; empty when it
+	// completed.
+	Failure string `json:"failure,omitempty"`
+	// Tasks are the subtasks' parts, reported for the latest checkpoints
+	// only.
+	Tasks []SubtaskCheckpointJSON `json:"tasks,omitempty"`
+}
+
+// SubtaskCheckpointJSON is one subtask's part in a checkpoint; times are
+// Unix milliseconds.
+type SubtaskCheckpointJSON struct {
+	Vertex           string `json:"vertex"`
+	Subtask          int    `json:"subtask"`
+	Finished         bool   `json:"finished,omitempty"`
+	BarrierAt        int64  `json:"barrierAt"`
+	AckAt            int64  `json:"ackAt"`
+	SyncMs           int64  `json:"syncMs"`
+	AsyncMs          int64  `json:"asyncMs"`
+	AlignmentMs      int64  `json:"alignmentMs"`
+	ProcessedBytes   int64  `json:"processedBytes"`
+	PersistedBytes   int64  `json:"persistedBytes"`
+	StateSize        int64  `json:"stateSize"`
+	CheckpointedSize int64  `json:"checkpointedSize"`
+	Unaligned        bool   `json:"unaligned,omitempty"`
 }
 
 // TaskSampler turns successive snapshots of a worker's task counters into
@@ -94,7 +127,9 @@ func (s *TaskSampler) Sample(ms []runtime.TaskMetrics, now time.Time) map[string
 			AccumulatedBackPressuredMs: m.BackPressuredNanos / 1e6,
 			InPoolUsage:                m.InPoolUsage, OutPoolUsage: m.OutPoolUsage,
 			InputWatermark: m.InputWatermark, OutputWatermark: m.OutputWatermark,
-			Gauges: m.Gauges,
+		}
+		for _, g := range m.Gauges {
+			j.Gauges = append(j.Gauges, GaugeJSON{Operator: g.Operator, Name: g.Name, Value: g.Value})
 		}
 		// The base is the newest sample at least rateWindow old.
 		base, ok := s.last[k]
@@ -141,8 +176,16 @@ func subtaskMetricsProto(m SubtaskMetricsJSON) *rpcpb.SubtaskMetrics {
 		BackPressuredTimeMsPerSecond: m.BackPressuredTimeMsPerSecond,
 		InPoolUsage:                  m.InPoolUsage, OutPoolUsage: m.OutPoolUsage,
 		InputWatermark: m.InputWatermark, OutputWatermark: m.OutputWatermark,
-		Gauges: m.Gauges,
+		Gauges: gaugesProto(m.Gauges),
 	}
+}
+
+func gaugesProto(gs []GaugeJSON) []*rpcpb.OperatorGauge {
+	out := make([]*rpcpb.OperatorGauge, len(gs))
+	for i, g := range gs {
+		out[i] = &rpcpb.OperatorGauge{Operator: g.Operator, Name: g.Name, Value: g.Value}
+	}
+	return out
 }
 
 func subtaskMetricsFromProto(p *rpcpb.SubtaskMetrics) SubtaskMetricsJSON {
@@ -156,26 +199,65 @@ func subtaskMetricsFromProto(p *rpcpb.SubtaskMetrics) SubtaskMetricsJSON {
 		BackPressuredTimeMsPerSecond: p.GetBackPressuredTimeMsPerSecond(),
 		InPoolUsage:                  p.GetInPoolUsage(), OutPoolUsage: p.GetOutPoolUsage(),
 		InputWatermark: p.GetInputWatermark(), OutputWatermark: p.GetOutputWatermark(),
-		Gauges: p.GetGauges(),
+		Gauges: gaugesFromProto(p.GetGauges()),
 	}
 }
 
+func gaugesFromProto(gs []*rpcpb.OperatorGauge) []GaugeJSON {
+	var out []GaugeJSON
+	for _, g := range gs {
+		out = append(out, GaugeJSON{Operator: g.GetOperator(), Name: g.GetName(), Value: g.GetValue()})
+	}
+	return out
+}
+
 func checkpointStatsProto(c CheckpointStatsJSON) *rpcpb.CheckpointStats {
-	return &rpcpb.CheckpointStats{Id: c.ID, Path: c.Path, TriggerTimestamp: c.TriggerTimestamp, LatestAck: c.LatestAck,
-		DurationMs: c.DurationMs, FullSize: c.FullSize, CheckpointedSize: c.CheckpointedSize, Subtasks: int32(c.Subtasks)}
+	p := &rpcpb.CheckpointStats{Id: c.ID, Path: c.Path, TriggerTimestamp: c.TriggerTimestamp, LatestAck: c.LatestAck,
+		DurationMs: c.DurationMs, FullSize: c.FullSize, CheckpointedSize: c.CheckpointedSize, Subtasks: int32(c.Subtasks),
+		Acknowledged: int32(c.Acknowledged), Savepoint: c.Savepoint, Failure: c.Failure}
+	for _, t := range c.Tasks {
+		p.Tasks = append(p.Tasks, &rpcpb.SubtaskCheckpoint{Vertex: t.Vertex, Subtask: int32(t.Subtask), Finished: t.Finished,
+			BarrierAt: t.BarrierAt, AckAt: t.AckAt, SyncMs: t.SyncMs, AsyncMs: t.AsyncMs, AlignmentMs: t.AlignmentMs,
+			ProcessedBytes: t.ProcessedBytes, PersistedBytes: t.PersistedBytes, StateSize: t.StateSize,
+			CheckpointedSize: t.CheckpointedSize, Unaligned: t.Unaligned})
+	}
+	return p
 }
 
 func checkpointStatsFromProto(p *rpcpb.CheckpointStats) CheckpointStatsJSON {
-	return CheckpointStatsJSON{ID: p.GetId(), Path: p.GetPath(), TriggerTimestamp: p.GetTriggerTimestamp(), LatestAck: p.GetLatestAck(),
-		DurationMs: p.GetDurationMs(), FullSize: p.GetFullSize(), CheckpointedSize: p.GetCheckpointedSize(), Subtasks: int(p.GetSubtasks())}
+	c := CheckpointStatsJSON{ID: p.GetId(), Path: p.GetPath(), TriggerTimestamp: p.GetTriggerTimestamp(), LatestAck: p.GetLatestAck(),
+		DurationMs: p.GetDurationMs(), FullSize: p.GetFullSize(), CheckpointedSize: p.GetCheckpointedSize(), Subtasks: int(p.GetSubtasks()),
+		Acknowledged: int(p.GetAcknowledged()), Savepoint: p.GetSavepoint(), Failure: p.GetFailure()}
+	for _, t := range p.GetTasks() {
+		c.Tasks = append(c.Tasks, SubtaskCheckpointJSON{Vertex: t.GetVertex(), Subtask: int(t.GetSubtask()), Finished: t.GetFinished(),
+			BarrierAt: t.GetBarrierAt(), AckAt: t.GetAckAt(), SyncMs: t.GetSyncMs(), AsyncMs: t.GetAsyncMs(), AlignmentMs: t.GetAlignmentMs(),
+			ProcessedBytes: t.GetProcessedBytes(), PersistedBytes: t.GetPersistedBytes(), StateSize: t.GetStateSize(),
+			CheckpointedSize: t.GetCheckpointedSize(), Unaligned: t.GetUnaligned()})
+	}
+	return c
 }
 
-// CheckpointStatsOf converts the coordinator's history for a status file.
-func CheckpointStatsOf(h []runtime.CheckpointStats) []CheckpointStatsJSON {
+// CheckpointStatsOf converts the coordinator's records for a status file,
+// with the subtasks' parts of the latest detailed ones.
+func CheckpointStatsOf(h []runtime.CheckpointStats, detailed int) []CheckpointStatsJSON {
 	out := make([]CheckpointStatsJSON, 0, len(h))
-	for _, c := range h {
-		out = append(out, CheckpointStatsJSON{ID: c.ID, Path: c.Path, TriggerTimestamp: c.TriggeredAt.UnixMilli(), LatestAck: c.CompletedAt.UnixMilli(),
-			DurationMs: c.Duration.Milliseconds(), FullSize: c.FullSize, CheckpointedSize: c.CheckpointedSize, Subtasks: c.Subtasks})
+	for i, c := range h {
+		j := CheckpointStatsJSON{ID: c.ID, Path: c.Path, TriggerTimestamp: c.TriggeredAt.UnixMilli(), LatestAck: c.CompletedAt.UnixMilli(),
+			DurationMs: c.Duration.Milliseconds(), FullSize: c.FullSize, CheckpointedSize: c.CheckpointedSize, Subtasks: c.Subtasks,
+			Acknowledged: c.Acknowledged, Savepoint: c.Savepoint, Failure: c.Failure}
+		if i >= len(h)-detailed {
+			for _, t := range c.Tasks {
+				st := SubtaskCheckpointJSON{Vertex: t.Vertex, Subtask: t.Subtask, Finished: t.Finished}
+				if !t.Finished {
+					st.BarrierAt, st.AckAt = t.BarrierAt.UnixMilli(), t.AckAt.UnixMilli()
+					st.SyncMs, st.AsyncMs, st.AlignmentMs = t.Sync.Milliseconds(), t.Async.Milliseconds(), t.Alignment.Milliseconds()
+					st.ProcessedBytes, st.PersistedBytes = t.ProcessedBytes, t.PersistedBytes
+					st.StateSize, st.CheckpointedSize, st.Unaligned = t.StateSize, t.CheckpointedSize, t.Unaligned
+				}
+				j.Tasks = append(j.Tasks, st)
+			}
+		}
+		out = append(out, j)
 	}
 	return out
 }

@@ -62,6 +62,36 @@ type TaskSnapshot struct {
 	// ended and they had finished when the snapshot was taken.
 	UIDs     []string `json:",omitempty"`
 	Finished bool     `json:",omitempty"`
+	// Stats is what the subtask measured of its part: it travels with the
+	// acknowledgement into the checkpoint's statistics, not into the
+	// checkpoint.
+	Stats *SubtaskCheckpointStats `json:"-"`
+}
+
+// SubtaskCheckpointStats is one subtask's part in a checkpoint, as Flink's
+// checkpoint details show it per subtask.
+type SubtaskCheckpointStats struct {
+	// BarrierAt is when the checkpoint reached the subtask: its first
+	// barrier, or the trigger at a source; AckAt is when the subtask
+	// acknowledged it.
+	BarrierAt, AckAt time.Time
+	// Sync is the synchronous part of the snapshot, taken between two
+	// records; Async what completed it off the record path (uploads, and
+	// the records in flight of an unaligned checkpoint).
+	Sync, Async time.Duration
+	// Alignment is the time from the first barrier to the snapshot,
+	// during which ProcessedBytes arrived over the network and were
+	// processed.
+	Alignment      time.Duration
+	ProcessedBytes int64
+	// PersistedBytes are the records in flight an unaligned checkpoint
+	// kept.
+	PersistedBytes int64
+	// StateSize is the subtask's state in the checkpoint: inline state
+	// and the files it uploaded or reused; CheckpointedSize is what it
+	// wrote for this checkpoint.
+	StateSize, CheckpointedSize int64
+	Unaligned                   bool
 }
 
 // restoredState is what one subtask restores: for each operator UID the

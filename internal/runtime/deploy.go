@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -555,8 +557,14 @@ func (c *coordinator) run(ctx context.Context) error {
 	// attempt once more checkpoints failed in a row than tolerated.
 	var release func()
 	var allFinished func() bool
-	checkpointFailed := func(id int64, cause error) error {
+	checkpointFailed := func(f *inflight, id int64, cause error) error {
 		lastEnd = time.Now()
+		if f != nil {
+			acks := slices.Collect(maps.Values(f.acks))
+			c.d.storage.recordFailure(id, f.started, len(c.a.handles), acks, f.savepoint != nil, cause)
+		} else {
+			c.d.storage.recordFailure(id, lastEnd, len(c.a.handles), nil, false, cause)
+		}
 		c.d.job.mu.Lock()
 		c.d.job.failedCheckpoints++
 		c.d.job.mu.Unlock()
@@ -619,7 +627,7 @@ func (c *coordinator) run(ctx context.Context) error {
 				return nil
 			}
 			c.d.logger.Warn("checkpoint could not start", "checkpoint", next, "err", err)
-			return checkpointFailed(next, err)
+			return checkpointFailed(nil, next, err)
 		}
 		next = id
 		cur = &inflight{id: next, started: time.Now(), acks: make(map[int]*TaskSnapshot), savepoint: sp}
@@ -714,7 +722,7 @@ func (c *coordinator) run(ctx context.Context) error {
 				c.d.logger.Warn("checkpoint timed out", "checkpoint", cur.id, "not acknowledged by", missing)
 				cause := fmt.Errorf("timed out after %v (execution.checkpointing.timeout)", c.timeout)
 				fail(cur.savepoint, fmt.Errorf("savepoint: %w", cause))
-				err := checkpointFailed(cur.id, cause)
+				err := checkpointFailed(cur, cur.id, cause)
 				cur = nil
 				if err != nil {
 					return err
@@ -747,7 +755,7 @@ func (c *coordinator) run(ctx context.Context) error {
 			done := cur
 			if done.declined != nil {
 				fail(done.savepoint, fmt.Errorf("savepoint: declined: %w", done.declined))
-				err := checkpointFailed(done.id, done.declined)
+				err := checkpointFailed(done, done.id, done.declined)
 				cur = nil
 				if err != nil {
 					return err
@@ -767,7 +775,7 @@ func (c *coordinator) run(ctx context.Context) error {
 			if limit := config.JobManagerStorageMaxSize.Get(c.d.cfg); !c.d.storage.isFiles() && done.savepoint == nil && int64(size) > limit {
 				err := fmt.Errorf("checkpoint %d holds %d bytes of state, more than the jobmanager storage keeps in memory (state.checkpoint-storage.jobmanager.max-size = %d bytes); set state.checkpoints.dir to write checkpoints to files", done.id, size, limit)
 				c.d.logger.Warn("checkpoint too large", "checkpoint", done.id, "err", err)
-				if ferr := checkpointFailed(done.id, err); ferr != nil {
+				if ferr := checkpointFailed(done, done.id, err); ferr != nil {
 					return ferr
 				}
 				continue
@@ -778,6 +786,7 @@ func (c *coordinator) run(ctx context.Context) error {
 				c.d.storage.unclaim(done.id)
 				path, err := writeSavepoint(done.savepoint.dir, cp, c.d.storage.threshold)
 				if err != nil {
+					c.d.storage.recordFailure(done.id, done.started, len(c.a.handles), cp.Tasks, true, err)
 					fail(done.savepoint, err)
 					continue
 				}
@@ -785,6 +794,7 @@ func (c *coordinator) run(ctx context.Context) error {
 					fail(done.savepoint, err)
 					return err
 				}
+				c.d.storage.recordSavepoint(cp, path)
 				if done.savepoint.stop {
 					// The sinks commit what the savepoint covers before the
 					// job ends, so that a job that is not resumed loses
@@ -802,7 +812,7 @@ func (c *coordinator) run(ctx context.Context) error {
 			}
 			if err := c.d.storage.write(cp); err != nil {
 				c.d.logger.Error("storing checkpoint failed", "checkpoint", done.id, "err", err)
-				if ferr := checkpointFailed(done.id, err); ferr != nil {
+				if ferr := checkpointFailed(done, done.id, err); ferr != nil {
 					return ferr
 				}
 				continue

@@ -89,6 +89,10 @@ type Job struct {
 // checkpoints, oldest first.
 func (j *Job) CheckpointHistory() []CheckpointStats { return j.storage.history() }
 
+// FailedCheckpointHistory returns the statistics of the latest
+// checkpoints and savepoints that failed, oldest first.
+func (j *Job) FailedCheckpointHistory() []CheckpointStats { return j.storage.failures() }
+
 // LatestCheckpoint returns where the latest completed checkpoint was
 // written (a path or a URI), or "" when none was or checkpoints stay in
 // memory.

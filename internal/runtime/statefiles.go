@@ -6,7 +6,7 @@ import "github.com/weirproject/weir/state"
 // shared files (incremental snapshots), or nil when the snapshot must be
 // self-contained: with the jobmanager storage, and for savepoints.
 func (oc *OperatorContext) SnapshotFiles(id int64) state.SnapshotFiles {
-	return oc.Task.storage.filesFor(id)
+	return oc.Task.storage.filesFor(id, oc.Task.snapFiles)
 }
 
 // RestoreFiles returns where the shared files of the state being restored

@@ -67,6 +67,8 @@ type checkpointStorage struct {
 	sizes    map[string]int64
 	uploaded map[int64]int64
 	stats    []CheckpointStats
+	// failed are the latest checkpoints and savepoints that failed.
+	failed []CheckpointStats
 }
 
 // CheckpointStats describes a completed checkpoint, as Flink's checkpoint
@@ -83,9 +85,42 @@ type CheckpointStats struct {
 	CheckpointedSize int64
 	// TriggeredAt is when the coordinator triggered the checkpoint and
 	// CompletedAt when the last subtask acknowledged it and it was
-	// written; Subtasks is how many subtasks acknowledged it.
+	// written (or when it failed); Subtasks is how many subtasks take
+	// part, and Acknowledged how many of them acknowledged it.
 	TriggeredAt, CompletedAt time.Time
-	Subtasks                 int
+	Subtasks, Acknowledged   int
+	Savepoint                bool
+	// Failure says why a failed checkpoint failed; empty when it
+	// completed.
+	Failure string `json:",omitempty"`
+	// Tasks are the acknowledging subtasks' parts.
+	Tasks []SubtaskCheckpoint `json:",omitempty"`
+}
+
+// SubtaskCheckpoint is one subtask's part in a checkpoint's statistics.
+type SubtaskCheckpoint struct {
+	Vertex  string
+	Subtask int
+	// Finished: the subtask had finished before the checkpoint and took
+	// no part (its statistics are zero).
+	Finished bool
+	SubtaskCheckpointStats
+}
+
+// subtaskStats collects the statistics of acknowledged snapshots.
+func subtaskStats(snaps []*TaskSnapshot) []SubtaskCheckpoint {
+	var out []SubtaskCheckpoint
+	for _, t := range snaps {
+		if t == nil {
+			continue
+		}
+		sc := SubtaskCheckpoint{Vertex: t.Vertex, Subtask: t.Subtask, Finished: t.Stats == nil}
+		if t.Stats != nil {
+			sc.SubtaskCheckpointStats = *t.Stats
+		}
+		out = append(out, sc)
+	}
+	return out
 }
 
 // maxStats bounds the checkpoint history kept in memory.
@@ -123,13 +158,17 @@ func (s *checkpointStorage) isSavepoint(id int64) bool {
 
 // filesFor returns where the snapshots of a checkpoint may put files, or
 // nil when they must be self-contained: in memory, and for savepoints.
-func (s *checkpointStorage) filesFor(id int64) state.SnapshotFiles {
+// sizes, when not nil, counts the bytes the snapshot uploads and reuses.
+func (s *checkpointStorage) filesFor(id int64, sizes *snapshotSizes) state.SnapshotFiles {
 	if s == nil || s.root == nil || s.isSavepoint(id) {
 		return nil
 	}
+	if sizes == nil {
+		sizes = &snapshotSizes{}
+	}
 	// Without incremental checkpoints a pebble store still uploads its
 	// files, but all of them, into the checkpoint's own directory.
-	return &sharedFiles{s: s, id: id, private: !s.incremental}
+	return &sharedFiles{s: s, id: id, private: !s.incremental, sizes: sizes}
 }
 
 // uploadedBytes counts bytes written for checkpoint id.
@@ -198,6 +237,7 @@ type sharedFiles struct {
 	// private puts every file into the checkpoint's own directory and
 	// reuses none: full, not incremental, snapshots.
 	private bool
+	sizes   *snapshotSizes
 }
 
 func (f *sharedFiles) Upload(ctx context.Context, localPath, name string) (string, error) {
@@ -210,6 +250,7 @@ func (f *sharedFiles) Upload(ctx context.Context, localPath, name string) (strin
 		return "", err
 	}
 	f.s.uploadedBytes(f.id, handle, n)
+	f.sizes.uploaded.Add(n)
 	if !f.private {
 		f.s.reference(f.id, handle)
 	}
@@ -225,6 +266,9 @@ func (f *sharedFiles) Reuse(handle string) bool {
 		return false
 	}
 	f.s.reference(f.id, handle)
+	f.s.mu.Lock()
+	f.sizes.reused.Add(f.s.sizes[handle])
+	f.s.mu.Unlock()
 	return true
 }
 
@@ -315,7 +359,7 @@ func (s *checkpointStorage) register(c *CompletedCheckpoint) {
 	s.mu.Lock()
 	delete(s.savepoints, c.ID)
 	st := CheckpointStats{ID: c.ID, Path: c.Path, FullSize: own, CheckpointedSize: own + s.uploaded[c.ID],
-		TriggeredAt: c.triggered, CompletedAt: time.Now(), Subtasks: len(c.Tasks)}
+		TriggeredAt: c.triggered, CompletedAt: time.Now(), Subtasks: len(c.Tasks), Acknowledged: len(c.Tasks), Tasks: subtaskStats(c.Tasks)}
 	if !c.triggered.IsZero() {
 		st.Duration = st.CompletedAt.Sub(c.triggered)
 	}
@@ -330,10 +374,7 @@ func (s *checkpointStorage) register(c *CompletedCheckpoint) {
 			delete(s.uploaded, id)
 		}
 	}
-	s.stats = append(s.stats, st)
-	if len(s.stats) > maxStats {
-		s.stats = s.stats[len(s.stats)-maxStats:]
-	}
+	s.stats = appendBounded(s.stats, st)
 	s.latest = c
 	var drop []*CompletedCheckpoint
 	var unreferenced []string
@@ -393,6 +434,58 @@ func (s *checkpointStorage) history() []CheckpointStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.stats)
+}
+
+// recordSavepoint adds a completed savepoint, written to path, to the
+// statistics. Savepoints are self-contained: they share no files.
+func (s *checkpointStorage) recordSavepoint(c *CompletedCheckpoint, path string) {
+	size := int64(0)
+	for _, t := range c.Tasks {
+		for _, data := range t.Operators {
+			size += int64(len(data))
+		}
+	}
+	st := CheckpointStats{ID: c.ID, Path: path, FullSize: size, CheckpointedSize: size, TriggeredAt: c.triggered, CompletedAt: time.Now(),
+		Subtasks: len(c.Tasks), Acknowledged: len(c.Tasks), Savepoint: true, Tasks: subtaskStats(c.Tasks)}
+	if !c.triggered.IsZero() {
+		st.Duration = st.CompletedAt.Sub(c.triggered)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats = appendBounded(s.stats, st)
+}
+
+// recordFailure adds a checkpoint or savepoint that failed, with the
+// acknowledgements it had, to the statistics.
+func (s *checkpointStorage) recordFailure(id int64, triggered time.Time, subtasks int, acks []*TaskSnapshot, savepoint bool, cause error) {
+	st := CheckpointStats{ID: id, TriggeredAt: triggered, CompletedAt: time.Now(), Subtasks: subtasks, Savepoint: savepoint,
+		Failure: cause.Error(), Tasks: subtaskStats(acks)}
+	st.Acknowledged = len(st.Tasks)
+	if !triggered.IsZero() {
+		st.Duration = st.CompletedAt.Sub(triggered)
+	}
+	for _, t := range st.Tasks {
+		st.CheckpointedSize += t.CheckpointedSize
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failed = appendBounded(s.failed, st)
+}
+
+// failures returns the statistics of the latest failed checkpoints and
+// savepoints, oldest first.
+func (s *checkpointStorage) failures() []CheckpointStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.failed)
+}
+
+func appendBounded(h []CheckpointStats, st CheckpointStats) []CheckpointStats {
+	h = append(h, st)
+	if len(h) > maxStats {
+		h = h[len(h)-maxStats:]
+	}
+	return h
 }
 
 func (s *checkpointStorage) latestCheckpoint() *CompletedCheckpoint {

@@ -221,6 +221,20 @@ func TestIncrementalCheckpointsOnStorage(t *testing.T) {
 		if h.CheckpointedSize < h.FullSize {
 			smaller++
 		}
+		// The subtasks' parts add up to the checkpoint's sizes: what each
+		// uploaded, and what it uploaded or reused.
+		var written, state int64
+		for _, st := range h.Tasks {
+			written += st.CheckpointedSize
+			state += st.StateSize
+			if st.Finished || st.AckAt.Before(st.BarrierAt) || st.BarrierAt.Before(h.TriggeredAt) || st.Sync <= 0 {
+				t.Fatalf("checkpoint %d, %s %d: %+v (triggered %v)", h.ID, st.Vertex, st.Subtask, st.SubtaskCheckpointStats, h.TriggeredAt)
+			}
+		}
+		if len(h.Tasks) != h.Subtasks || h.Acknowledged != h.Subtasks || written != h.CheckpointedSize || state != h.FullSize {
+			t.Fatalf("checkpoint %d: %d subtasks' parts of %d wrote %d of %d bytes and hold %d of %d", h.ID, len(h.Tasks), h.Subtasks,
+				written, h.CheckpointedSize, state, h.FullSize)
+		}
 	}
 	if smaller == 0 {
 		t.Fatal("no checkpoint wrote less than its full size")

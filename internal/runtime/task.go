@@ -156,7 +156,15 @@ type Task struct {
 	gates []metricGate
 	// gauges are metrics that operators and readers registered.
 	gaugesMu sync.Mutex
-	gauges   []namedGauge
+	gauges   []*namedGauge
+	// gaugeRefresh: a refresh of the gauges waits in the mailbox.
+	gaugeRefresh atomic.Bool
+	// barrierAt is when the first barrier of the checkpoint being aligned
+	// arrived, and barrierBytes what the inputs had received by then.
+	barrierAt    time.Time
+	barrierBytes int64
+	// snapFiles counts the files of the snapshot being taken.
+	snapFiles *snapshotSizes
 
 	// Checkpoints acknowledged from goroutines of the task (asynchronous
 	// snapshot parts, records in flight): asyncCtx ends them when the task
@@ -644,6 +652,9 @@ func (in *input[T]) handle(it queued[T]) {
 		if u != nil {
 			break // barriers travel as priority barriers then
 		}
+		if tr := in.tracker; cp > tr.current && cp > tr.done {
+			in.t.noteBarrier()
+		}
 		id := in.tracker.barrier(in.index, channel, cp)
 		if id != 0 {
 			in.t.checkpoint(id)
@@ -793,6 +804,9 @@ func (t *Task) priorityBarrier(input int, pb priorityBarrier) {
 	for _, in := range t.inputs {
 		in.drain()
 	}
+	if pb.id > t.ut.current && pb.id > t.ut.done {
+		t.noteBarrier()
+	}
 	t.onUnaligned(t.ut.barrier(input, pb.channel, pb.id, pb.sent, pb.align, time.Now()), input, pb.channel, pb.sent)
 }
 
@@ -851,6 +865,7 @@ func (t *Task) onUnaligned(act unalignedAction, input, channel int, at int64) {
 	}
 	if act&actSnapshotUnaligned != 0 {
 		p := t.snapshot(id, false)
+		p.stats().Unaligned = true
 		p.inFlight = make(chan inFlightState, 1)
 		t.collecting = p
 		for _, in := range t.inputs {
@@ -1180,7 +1195,8 @@ func RunSource[T any](t *Task, h *SourceHead[T]) error {
 	t.listeners = append(t.listeners, readerListener[T]{reader: &reader})
 	return t.run(func() {
 		t.current = h.Info
-		r, err := h.Source.NewReader(t.ctx, connector.SplitContext{Subtask: t.subtask, Parallelism: t.parallelism, Gauge: t.registerGauge})
+		r, err := h.Source.NewReader(t.ctx, connector.SplitContext{Subtask: t.subtask, Parallelism: t.parallelism,
+			Gauge: func(name string, value func() int64) { t.registerGauge(h.Info.Name, name, value) }})
 		if err != nil {
 			panic(userFailure{err})
 		}

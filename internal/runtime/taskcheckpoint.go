@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
+	"time"
 )
 
 // send delivers an action to the task's mailbox unless the task has
@@ -53,6 +55,14 @@ type pendingCheckpoint struct {
 	// piece per input), or the error that gave it up; nil when there is
 	// none to wait for.
 	inFlight chan inFlightState
+	// files counts what the snapshot's state files weigh.
+	files *snapshotSizes
+}
+
+// snapshotSizes counts the bytes of the state files one subtask's
+// snapshot uploaded and reused, for its checkpoint statistics.
+type snapshotSizes struct {
+	uploaded, reused atomic.Int64
 }
 
 type asyncPart struct {
@@ -103,8 +113,20 @@ func (t *Task) isSavepoint(id int64) bool {
 // barrier downstream at once: the asynchronous parts and the records in
 // flight of an unaligned checkpoint do not hold the stream back.
 func (t *Task) snapshot(id int64, align bool) *pendingCheckpoint {
-	p := &pendingCheckpoint{id: id, snap: &TaskSnapshot{Vertex: t.vertexID, Subtask: t.subtask, Parallelism: t.parallelism,
-		Operators: make(map[string][]byte), MaxParallelism: make(map[string]int), UIDs: t.uids, Finished: t.finished}}
+	start := time.Now()
+	stats := &SubtaskCheckpointStats{BarrierAt: start}
+	if !t.barrierAt.IsZero() {
+		stats.BarrierAt, stats.Alignment = t.barrierAt, start.Sub(t.barrierAt)
+		stats.ProcessedBytes = t.gateBytesIn() - t.barrierBytes
+		t.barrierAt = time.Time{}
+	}
+	p := &pendingCheckpoint{id: id, files: &snapshotSizes{}, snap: &TaskSnapshot{Vertex: t.vertexID, Subtask: t.subtask, Parallelism: t.parallelism,
+		Operators: make(map[string][]byte), MaxParallelism: make(map[string]int), UIDs: t.uids, Finished: t.finished, Stats: stats}}
+	t.snapFiles = p.files
+	defer func() {
+		t.snapFiles = nil
+		stats.Sync = time.Since(start)
+	}()
 	t.prepareBarrier(id)
 	for _, ns := range t.snapshotters {
 		t.current = ns.info
@@ -157,6 +179,7 @@ func (t *Task) acknowledge(p *pendingCheckpoint) {
 		}
 	}
 	if len(p.finishes) == 0 && p.inFlight == nil && prev == nil {
+		p.sized(time.Now())
 		select {
 		case t.acks <- checkpointAck{task: t.index, id: p.id, snap: p.snap, err: p.declined}:
 		case <-t.ctx.Done():
@@ -205,6 +228,8 @@ func (t *Task) acknowledge(p *pendingCheckpoint) {
 // complete runs off the task's goroutine: it finishes the asynchronous
 // snapshot parts and waits for the records in flight.
 func (t *Task) complete(ctx context.Context, p *pendingCheckpoint) checkpointAck {
+	start := time.Now()
+	defer func() { p.stats().Async = time.Since(start) }()
 	ack := checkpointAck{task: t.index, id: p.id, snap: p.snap, err: p.declined}
 	for _, part := range p.finishes {
 		fctx := ctx
@@ -235,6 +260,9 @@ func (t *Task) complete(ctx context.Context, p *pendingCheckpoint) checkpointAck
 			}
 			if st.pieces != nil {
 				p.snap.InFlight = map[string][][]byte{t.head.UID: st.pieces}
+				for _, piece := range st.pieces {
+					p.stats().PersistedBytes += int64(len(piece))
+				}
 			}
 		case <-ctx.Done():
 			if ack.err == nil {
@@ -242,7 +270,47 @@ func (t *Task) complete(ctx context.Context, p *pendingCheckpoint) checkpointAck
 			}
 		}
 	}
+	p.sized(time.Now())
 	return ack
+}
+
+// sized completes the snapshot's statistics when it is acknowledged.
+func (p *pendingCheckpoint) sized(now time.Time) {
+	st := p.stats()
+	st.AckAt = now
+	inline := st.PersistedBytes
+	for _, data := range p.snap.Operators {
+		inline += int64(len(data))
+	}
+	st.CheckpointedSize, st.StateSize = inline, inline
+	if p.files != nil {
+		st.CheckpointedSize += p.files.uploaded.Load()
+		st.StateSize = st.CheckpointedSize + p.files.reused.Load()
+	}
+}
+
+// stats returns the snapshot's statistics, which a snapshot taken by the
+// task always has.
+func (p *pendingCheckpoint) stats() *SubtaskCheckpointStats {
+	if p.snap.Stats == nil {
+		p.snap.Stats = &SubtaskCheckpointStats{}
+	}
+	return p.snap.Stats
+}
+
+// noteBarrier records that the first barrier of a checkpoint arrived, for
+// its alignment statistics.
+func (t *Task) noteBarrier() {
+	t.barrierAt, t.barrierBytes = time.Now(), t.gateBytesIn()
+}
+
+// gateBytesIn is what the task's inputs received over the network.
+func (t *Task) gateBytesIn() int64 {
+	n := int64(0)
+	for _, g := range t.gates {
+		n += g.BytesIn()
+	}
+	return n
 }
 
 // stopAsync cancels the checkpoints still completing and waits for their

@@ -101,35 +101,84 @@ type TaskMetrics struct {
 	// NoTimestamp before the first.
 	InputWatermark, OutputWatermark int64
 	// Gauges are the metrics the task's operators and source reader
-	// registered (connector.SplitContext.Gauge), by name.
-	Gauges map[string]int64
+	// registered (OperatorContext.Gauge, connector.SplitContext.Gauge),
+	// as of their latest reading on the task's goroutine.
+	Gauges []GaugeValue
 }
 
-// namedGauge is a registered metric.
+// GaugeValue is one registered metric of an operator.
+type GaugeValue struct {
+	// Operator is the operator's name (Flink's operator_name).
+	Operator string
+	Name     string
+	Value    int64
+}
+
+// namedGauge is a registered metric. value runs on the task's goroutine,
+// between two records, so that it may read what the operator owns (the
+// size of its state) without a lock; last keeps its latest reading for
+// the goroutines that report metrics.
 type namedGauge struct {
-	name  string
-	value func() int64
+	operator, name string
+	value          func() int64
+	last           atomic.Int64
 }
 
 // gaugeName is what a gauge may be called: it becomes part of metric
 // names in Prometheus and of metric ids in the REST API.
 var gaugeName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
 
-// registerGauge adds a metric of the task; a name registered twice keeps
-// the latest function.
-func (t *Task) registerGauge(name string, value func() int64) {
+// registerGauge adds a metric of one of the task's operators; a name
+// registered twice by an operator keeps the latest function. It is read
+// at once, so that it reports a value before the first refresh.
+func (t *Task) registerGauge(operator, name string, value func() int64) {
 	if !gaugeName.MatchString(name) {
 		panic(fmt.Sprintf("runtime: gauge name %q: want letters, digits and _", name))
 	}
+	g := &namedGauge{operator: operator, name: name, value: value}
+	g.last.Store(value())
 	t.gaugesMu.Lock()
 	defer t.gaugesMu.Unlock()
-	for i := range t.gauges {
-		if t.gauges[i].name == name {
-			t.gauges[i].value = value
+	for i, old := range t.gauges {
+		if old.operator == operator && old.name == name {
+			t.gauges[i] = g
 			return
 		}
 	}
-	t.gauges = append(t.gauges, namedGauge{name, value})
+	t.gauges = append(t.gauges, g)
+}
+
+// Gauge registers a metric of the operator (Flink's operator scope, such
+// as the size of its state). value runs on the task's goroutine, between
+// records, about as often as metrics are reported, so it may read the
+// operator's own data without locking; it must be cheap.
+func (oc *OperatorContext) Gauge(name string, value func() int64) {
+	oc.Task.registerGauge(oc.Info.Name, name, value)
+}
+
+// refreshGauges reads every registered gauge; it runs on the task's
+// goroutine, from its mailbox.
+func (t *Task) refreshGauges() {
+	t.gaugeRefresh.Store(false)
+	t.gaugesMu.Lock()
+	gs := t.gauges
+	t.gaugesMu.Unlock()
+	for _, g := range gs {
+		g.last.Store(g.value())
+	}
+}
+
+// requestGaugeRefresh asks the task's goroutine to read the gauges again,
+// without waiting: a busy or ended task keeps the values it has.
+func (t *Task) requestGaugeRefresh() {
+	if !t.gaugeRefresh.CompareAndSwap(false, true) {
+		return
+	}
+	select {
+	case t.mailbox <- t.refreshGauges:
+	default:
+		t.gaugeRefresh.Store(false)
+	}
 }
 
 // BusyNanos is the time the task spent neither idle nor back pressured.
@@ -163,13 +212,14 @@ func (t *Task) metrics(now int64) TaskMetrics {
 	}
 	m.OutPoolUsage = t.outPoolUsage()
 	t.gaugesMu.Lock()
-	if len(t.gauges) > 0 {
-		m.Gauges = make(map[string]int64, len(t.gauges))
-		for _, g := range t.gauges {
-			m.Gauges[g.name] = g.value()
-		}
+	for _, g := range t.gauges {
+		m.Gauges = append(m.Gauges, GaugeValue{Operator: g.operator, Name: g.name, Value: g.last.Load()})
 	}
+	n := len(t.gauges)
 	t.gaugesMu.Unlock()
+	if n > 0 {
+		t.requestGaugeRefresh()
+	}
 	if len(t.writers) == 0 {
 		// A chain that ends in a sink sends nothing on: its output
 		// watermark is what reached it.

@@ -1141,8 +1141,9 @@ type SubtaskMetrics struct {
 	OutPoolUsage                 float64                `protobuf:"fixed64,19,opt,name=out_pool_usage,json=outPoolUsage,proto3" json:"out_pool_usage,omitempty"`
 	InputWatermark               int64                  `protobuf:"varint,20,opt,name=input_watermark,json=inputWatermark,proto3" json:"input_watermark,omitempty"`
 	OutputWatermark              int64                  `protobuf:"varint,21,opt,name=output_watermark,json=outputWatermark,proto3" json:"output_watermark,omitempty"`
-	// Metrics the task's operators and source registered (pendingRecords).
-	Gauges        map[string]int64 `protobuf:"bytes,22,rep,name=gauges,proto3" json:"gauges,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// Metrics the task's operators and source registered (pendingRecords,
+	// state sizes).
+	Gauges        []*OperatorGauge `protobuf:"bytes,23,rep,name=gauges,proto3" json:"gauges,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1324,11 +1325,71 @@ func (x *SubtaskMetrics) GetOutputWatermark() int64 {
 	return 0
 }
 
-func (x *SubtaskMetrics) GetGauges() map[string]int64 {
+func (x *SubtaskMetrics) GetGauges() []*OperatorGauge {
 	if x != nil {
 		return x.Gauges
 	}
 	return nil
+}
+
+type OperatorGauge struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Operator      string                 `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Value         int64                  `protobuf:"varint,3,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OperatorGauge) Reset() {
+	*x = OperatorGauge{}
+	mi := &file_cluster_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OperatorGauge) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OperatorGauge) ProtoMessage() {}
+
+func (x *OperatorGauge) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OperatorGauge.ProtoReflect.Descriptor instead.
+func (*OperatorGauge) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *OperatorGauge) GetOperator() string {
+	if x != nil {
+		return x.Operator
+	}
+	return ""
+}
+
+func (x *OperatorGauge) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *OperatorGauge) GetValue() int64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
 }
 
 type CheckpointStats struct {
@@ -1341,13 +1402,18 @@ type CheckpointStats struct {
 	FullSize         int64                  `protobuf:"varint,6,opt,name=full_size,json=fullSize,proto3" json:"full_size,omitempty"`
 	CheckpointedSize int64                  `protobuf:"varint,7,opt,name=checkpointed_size,json=checkpointedSize,proto3" json:"checkpointed_size,omitempty"`
 	Subtasks         int32                  `protobuf:"varint,8,opt,name=subtasks,proto3" json:"subtasks,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	Acknowledged     int32                  `protobuf:"varint,9,opt,name=acknowledged,proto3" json:"acknowledged,omitempty"`
+	Savepoint        bool                   `protobuf:"varint,10,opt,name=savepoint,proto3" json:"savepoint,omitempty"`
+	// failure says why a failed checkpoint failed; empty when it completed.
+	Failure       string               `protobuf:"bytes,11,opt,name=failure,proto3" json:"failure,omitempty"`
+	Tasks         []*SubtaskCheckpoint `protobuf:"bytes,12,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CheckpointStats) Reset() {
 	*x = CheckpointStats{}
-	mi := &file_cluster_proto_msgTypes[17]
+	mi := &file_cluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1359,7 +1425,7 @@ func (x *CheckpointStats) String() string {
 func (*CheckpointStats) ProtoMessage() {}
 
 func (x *CheckpointStats) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[17]
+	mi := &file_cluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1372,7 +1438,7 @@ func (x *CheckpointStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointStats.ProtoReflect.Descriptor instead.
 func (*CheckpointStats) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{17}
+	return file_cluster_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CheckpointStats) GetId() int64 {
@@ -1431,6 +1497,176 @@ func (x *CheckpointStats) GetSubtasks() int32 {
 	return 0
 }
 
+func (x *CheckpointStats) GetAcknowledged() int32 {
+	if x != nil {
+		return x.Acknowledged
+	}
+	return 0
+}
+
+func (x *CheckpointStats) GetSavepoint() bool {
+	if x != nil {
+		return x.Savepoint
+	}
+	return false
+}
+
+func (x *CheckpointStats) GetFailure() string {
+	if x != nil {
+		return x.Failure
+	}
+	return ""
+}
+
+func (x *CheckpointStats) GetTasks() []*SubtaskCheckpoint {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+// SubtaskCheckpoint is one subtask's part in a checkpoint; times are Unix
+// milliseconds, durations milliseconds.
+type SubtaskCheckpoint struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Vertex           string                 `protobuf:"bytes,1,opt,name=vertex,proto3" json:"vertex,omitempty"`
+	Subtask          int32                  `protobuf:"varint,2,opt,name=subtask,proto3" json:"subtask,omitempty"`
+	Finished         bool                   `protobuf:"varint,3,opt,name=finished,proto3" json:"finished,omitempty"`
+	BarrierAt        int64                  `protobuf:"varint,4,opt,name=barrier_at,json=barrierAt,proto3" json:"barrier_at,omitempty"`
+	AckAt            int64                  `protobuf:"varint,5,opt,name=ack_at,json=ackAt,proto3" json:"ack_at,omitempty"`
+	SyncMs           int64                  `protobuf:"varint,6,opt,name=sync_ms,json=syncMs,proto3" json:"sync_ms,omitempty"`
+	AsyncMs          int64                  `protobuf:"varint,7,opt,name=async_ms,json=asyncMs,proto3" json:"async_ms,omitempty"`
+	AlignmentMs      int64                  `protobuf:"varint,8,opt,name=alignment_ms,json=alignmentMs,proto3" json:"alignment_ms,omitempty"`
+	ProcessedBytes   int64                  `protobuf:"varint,9,opt,name=processed_bytes,json=processedBytes,proto3" json:"processed_bytes,omitempty"`
+	PersistedBytes   int64                  `protobuf:"varint,10,opt,name=persisted_bytes,json=persistedBytes,proto3" json:"persisted_bytes,omitempty"`
+	StateSize        int64                  `protobuf:"varint,11,opt,name=state_size,json=stateSize,proto3" json:"state_size,omitempty"`
+	CheckpointedSize int64                  `protobuf:"varint,12,opt,name=checkpointed_size,json=checkpointedSize,proto3" json:"checkpointed_size,omitempty"`
+	Unaligned        bool                   `protobuf:"varint,13,opt,name=unaligned,proto3" json:"unaligned,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *SubtaskCheckpoint) Reset() {
+	*x = SubtaskCheckpoint{}
+	mi := &file_cluster_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubtaskCheckpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubtaskCheckpoint) ProtoMessage() {}
+
+func (x *SubtaskCheckpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubtaskCheckpoint.ProtoReflect.Descriptor instead.
+func (*SubtaskCheckpoint) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SubtaskCheckpoint) GetVertex() string {
+	if x != nil {
+		return x.Vertex
+	}
+	return ""
+}
+
+func (x *SubtaskCheckpoint) GetSubtask() int32 {
+	if x != nil {
+		return x.Subtask
+	}
+	return 0
+}
+
+func (x *SubtaskCheckpoint) GetFinished() bool {
+	if x != nil {
+		return x.Finished
+	}
+	return false
+}
+
+func (x *SubtaskCheckpoint) GetBarrierAt() int64 {
+	if x != nil {
+		return x.BarrierAt
+	}
+	return 0
+}
+
+func (x *SubtaskCheckpoint) GetAckAt() int64 {
+	if x != nil {
+		return x.AckAt
+	}
+	return 0
+}
+
+func (x *SubtaskCheckpoint) GetSyncMs() int64 {
+	if x != nil {
+		return x.SyncMs
+	}
+	return 0
+}
+
+func (x *SubtaskCheckpoint) GetAsyncMs() int64 {
+	if x != nil {
+		return x.AsyncMs
+	}
+	return 0
+}
+
+func (x *SubtaskCheckpoint) GetAlignmentMs() int64 {
+	if x != nil {
+		return x.AlignmentMs
+	}
+	return 0
+}
+
+func (x *SubtaskCheckpoint) GetProcessedBytes() int64 {
+	if x != nil {
+		return x.ProcessedBytes
+	}
+	return 0
+}
+
+func (x *SubtaskCheckpoint) GetPersistedBytes() int64 {
+	if x != nil {
+		return x.PersistedBytes
+	}
+	return 0
+}
+
+func (x *SubtaskCheckpoint) GetStateSize() int64 {
+	if x != nil {
+		return x.StateSize
+	}
+	return 0
+}
+
+func (x *SubtaskCheckpoint) GetCheckpointedSize() int64 {
+	if x != nil {
+		return x.CheckpointedSize
+	}
+	return 0
+}
+
+func (x *SubtaskCheckpoint) GetUnaligned() bool {
+	if x != nil {
+		return x.Unaligned
+	}
+	return false
+}
+
 type FetchArtifactRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Sha256        string                 `protobuf:"bytes,1,opt,name=sha256,proto3" json:"sha256,omitempty"`
@@ -1440,7 +1676,7 @@ type FetchArtifactRequest struct {
 
 func (x *FetchArtifactRequest) Reset() {
 	*x = FetchArtifactRequest{}
-	mi := &file_cluster_proto_msgTypes[18]
+	mi := &file_cluster_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1452,7 +1688,7 @@ func (x *FetchArtifactRequest) String() string {
 func (*FetchArtifactRequest) ProtoMessage() {}
 
 func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[18]
+	mi := &file_cluster_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1465,7 +1701,7 @@ func (x *FetchArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchArtifactRequest.ProtoReflect.Descriptor instead.
 func (*FetchArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{18}
+	return file_cluster_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FetchArtifactRequest) GetSha256() string {
@@ -1484,7 +1720,7 @@ type ArtifactChunk struct {
 
 func (x *ArtifactChunk) Reset() {
 	*x = ArtifactChunk{}
-	mi := &file_cluster_proto_msgTypes[19]
+	mi := &file_cluster_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1496,7 +1732,7 @@ func (x *ArtifactChunk) String() string {
 func (*ArtifactChunk) ProtoMessage() {}
 
 func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[19]
+	mi := &file_cluster_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1509,7 +1745,7 @@ func (x *ArtifactChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactChunk.ProtoReflect.Descriptor instead.
 func (*ArtifactChunk) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{19}
+	return file_cluster_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ArtifactChunk) GetData() []byte {
@@ -1560,7 +1796,7 @@ type SubmitJobRequest struct {
 
 func (x *SubmitJobRequest) Reset() {
 	*x = SubmitJobRequest{}
-	mi := &file_cluster_proto_msgTypes[20]
+	mi := &file_cluster_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1572,7 +1808,7 @@ func (x *SubmitJobRequest) String() string {
 func (*SubmitJobRequest) ProtoMessage() {}
 
 func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[20]
+	mi := &file_cluster_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1585,7 +1821,7 @@ func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{20}
+	return file_cluster_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SubmitJobRequest) GetRegistrationId() string {
@@ -1701,7 +1937,7 @@ type SubmitJobResponse struct {
 
 func (x *SubmitJobResponse) Reset() {
 	*x = SubmitJobResponse{}
-	mi := &file_cluster_proto_msgTypes[21]
+	mi := &file_cluster_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1713,7 +1949,7 @@ func (x *SubmitJobResponse) String() string {
 func (*SubmitJobResponse) ProtoMessage() {}
 
 func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[21]
+	mi := &file_cluster_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1726,7 +1962,7 @@ func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobResponse.ProtoReflect.Descriptor instead.
 func (*SubmitJobResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{21}
+	return file_cluster_proto_rawDescGZIP(), []int{23}
 }
 
 type ReportWorkerRequest struct {
@@ -1746,7 +1982,7 @@ type ReportWorkerRequest struct {
 
 func (x *ReportWorkerRequest) Reset() {
 	*x = ReportWorkerRequest{}
-	mi := &file_cluster_proto_msgTypes[22]
+	mi := &file_cluster_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1758,7 +1994,7 @@ func (x *ReportWorkerRequest) String() string {
 func (*ReportWorkerRequest) ProtoMessage() {}
 
 func (x *ReportWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[22]
+	mi := &file_cluster_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1771,7 +2007,7 @@ func (x *ReportWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportWorkerRequest.ProtoReflect.Descriptor instead.
 func (*ReportWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{22}
+	return file_cluster_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ReportWorkerRequest) GetResourceId() string {
@@ -1835,7 +2071,7 @@ type ReportWorkerResponse struct {
 
 func (x *ReportWorkerResponse) Reset() {
 	*x = ReportWorkerResponse{}
-	mi := &file_cluster_proto_msgTypes[23]
+	mi := &file_cluster_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1847,7 +2083,7 @@ func (x *ReportWorkerResponse) String() string {
 func (*ReportWorkerResponse) ProtoMessage() {}
 
 func (x *ReportWorkerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[23]
+	mi := &file_cluster_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1860,7 +2096,7 @@ func (x *ReportWorkerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportWorkerResponse.ProtoReflect.Descriptor instead.
 func (*ReportWorkerResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{23}
+	return file_cluster_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ReportWorkerResponse) GetComplete() bool {
@@ -1893,7 +2129,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_cluster_proto_msgTypes[24]
+	mi := &file_cluster_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1905,7 +2141,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[24]
+	mi := &file_cluster_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1918,7 +2154,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{24}
+	return file_cluster_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CancelJobRequest) GetJobId() string {
@@ -1957,7 +2193,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_cluster_proto_msgTypes[25]
+	mi := &file_cluster_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1969,7 +2205,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[25]
+	mi := &file_cluster_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1982,7 +2218,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{25}
+	return file_cluster_proto_rawDescGZIP(), []int{27}
 }
 
 type TriggerSavepointRequest struct {
@@ -2002,7 +2238,7 @@ type TriggerSavepointRequest struct {
 
 func (x *TriggerSavepointRequest) Reset() {
 	*x = TriggerSavepointRequest{}
-	mi := &file_cluster_proto_msgTypes[26]
+	mi := &file_cluster_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2014,7 +2250,7 @@ func (x *TriggerSavepointRequest) String() string {
 func (*TriggerSavepointRequest) ProtoMessage() {}
 
 func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[26]
+	mi := &file_cluster_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2027,7 +2263,7 @@ func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerSavepointRequest.ProtoReflect.Descriptor instead.
 func (*TriggerSavepointRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{26}
+	return file_cluster_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TriggerSavepointRequest) GetJobId() string {
@@ -2081,7 +2317,7 @@ type TriggerSavepointResponse struct {
 
 func (x *TriggerSavepointResponse) Reset() {
 	*x = TriggerSavepointResponse{}
-	mi := &file_cluster_proto_msgTypes[27]
+	mi := &file_cluster_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2093,7 +2329,7 @@ func (x *TriggerSavepointResponse) String() string {
 func (*TriggerSavepointResponse) ProtoMessage() {}
 
 func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[27]
+	mi := &file_cluster_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2106,7 +2342,7 @@ func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerSavepointResponse.ProtoReflect.Descriptor instead.
 func (*TriggerSavepointResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{27}
+	return file_cluster_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TriggerSavepointResponse) GetPath() string {
@@ -2213,7 +2449,7 @@ const file_cluster_proto_rawDesc = "" +
 	"records_in\x18\x04 \x01(\x03R\trecordsIn\x12\x1f\n" +
 	"\vrecords_out\x18\x05 \x01(\x03R\n" +
 	"recordsOut\x12;\n" +
-	"\bsubtasks\x18\x06 \x03(\v2\x1f.weir.cluster.v1.SubtaskMetricsR\bsubtasks\"\x97\b\n" +
+	"\bsubtasks\x18\x06 \x03(\v2\x1f.weir.cluster.v1.SubtaskMetricsR\bsubtasks\"\xd5\a\n" +
 	"\x0eSubtaskMetrics\x12\x18\n" +
 	"\asubtask\x18\x01 \x01(\x05R\asubtask\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1d\n" +
@@ -2239,11 +2475,12 @@ const file_cluster_proto_rawDesc = "" +
 	"\rin_pool_usage\x18\x12 \x01(\x01R\vinPoolUsage\x12$\n" +
 	"\x0eout_pool_usage\x18\x13 \x01(\x01R\foutPoolUsage\x12'\n" +
 	"\x0finput_watermark\x18\x14 \x01(\x03R\x0einputWatermark\x12)\n" +
-	"\x10output_watermark\x18\x15 \x01(\x03R\x0foutputWatermark\x12C\n" +
-	"\x06gauges\x18\x16 \x03(\v2+.weir.cluster.v1.SubtaskMetrics.GaugesEntryR\x06gauges\x1a9\n" +
-	"\vGaugesEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x88\x02\n" +
+	"\x10output_watermark\x18\x15 \x01(\x03R\x0foutputWatermark\x126\n" +
+	"\x06gauges\x18\x17 \x03(\v2\x1e.weir.cluster.v1.OperatorGaugeR\x06gaugesJ\x04\b\x16\x10\x17\"U\n" +
+	"\rOperatorGauge\x12\x1a\n" +
+	"\boperator\x18\x01 \x01(\tR\boperator\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\x03R\x05value\"\x9e\x03\n" +
 	"\x0fCheckpointStats\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12+\n" +
@@ -2254,7 +2491,29 @@ const file_cluster_proto_rawDesc = "" +
 	"durationMs\x12\x1b\n" +
 	"\tfull_size\x18\x06 \x01(\x03R\bfullSize\x12+\n" +
 	"\x11checkpointed_size\x18\a \x01(\x03R\x10checkpointedSize\x12\x1a\n" +
-	"\bsubtasks\x18\b \x01(\x05R\bsubtasks\".\n" +
+	"\bsubtasks\x18\b \x01(\x05R\bsubtasks\x12\"\n" +
+	"\facknowledged\x18\t \x01(\x05R\facknowledged\x12\x1c\n" +
+	"\tsavepoint\x18\n" +
+	" \x01(\bR\tsavepoint\x12\x18\n" +
+	"\afailure\x18\v \x01(\tR\afailure\x128\n" +
+	"\x05tasks\x18\f \x03(\v2\".weir.cluster.v1.SubtaskCheckpointR\x05tasks\"\xaa\x03\n" +
+	"\x11SubtaskCheckpoint\x12\x16\n" +
+	"\x06vertex\x18\x01 \x01(\tR\x06vertex\x12\x18\n" +
+	"\asubtask\x18\x02 \x01(\x05R\asubtask\x12\x1a\n" +
+	"\bfinished\x18\x03 \x01(\bR\bfinished\x12\x1d\n" +
+	"\n" +
+	"barrier_at\x18\x04 \x01(\x03R\tbarrierAt\x12\x15\n" +
+	"\x06ack_at\x18\x05 \x01(\x03R\x05ackAt\x12\x17\n" +
+	"\async_ms\x18\x06 \x01(\x03R\x06syncMs\x12\x19\n" +
+	"\basync_ms\x18\a \x01(\x03R\aasyncMs\x12!\n" +
+	"\falignment_ms\x18\b \x01(\x03R\valignmentMs\x12'\n" +
+	"\x0fprocessed_bytes\x18\t \x01(\x03R\x0eprocessedBytes\x12'\n" +
+	"\x0fpersisted_bytes\x18\n" +
+	" \x01(\x03R\x0epersistedBytes\x12\x1d\n" +
+	"\n" +
+	"state_size\x18\v \x01(\x03R\tstateSize\x12+\n" +
+	"\x11checkpointed_size\x18\f \x01(\x03R\x10checkpointedSize\x12\x1c\n" +
+	"\tunaligned\x18\r \x01(\bR\tunaligned\".\n" +
 	"\x14FetchArtifactRequest\x12\x16\n" +
 	"\x06sha256\x18\x01 \x01(\tR\x06sha256\"#\n" +
 	"\rArtifactChunk\x12\x12\n" +
@@ -2336,7 +2595,7 @@ func file_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_proto_rawDescData
 }
 
-var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_cluster_proto_goTypes = []any{
 	(*ConfirmCheckpointRequest)(nil),      // 0: weir.cluster.v1.ConfirmCheckpointRequest
 	(*ConfirmCheckpointResponse)(nil),     // 1: weir.cluster.v1.ConfirmCheckpointResponse
@@ -2355,54 +2614,56 @@ var file_cluster_proto_goTypes = []any{
 	(*JobStatus)(nil),                     // 14: weir.cluster.v1.JobStatus
 	(*VertexStatus)(nil),                  // 15: weir.cluster.v1.VertexStatus
 	(*SubtaskMetrics)(nil),                // 16: weir.cluster.v1.SubtaskMetrics
-	(*CheckpointStats)(nil),               // 17: weir.cluster.v1.CheckpointStats
-	(*FetchArtifactRequest)(nil),          // 18: weir.cluster.v1.FetchArtifactRequest
-	(*ArtifactChunk)(nil),                 // 19: weir.cluster.v1.ArtifactChunk
-	(*SubmitJobRequest)(nil),              // 20: weir.cluster.v1.SubmitJobRequest
-	(*SubmitJobResponse)(nil),             // 21: weir.cluster.v1.SubmitJobResponse
-	(*ReportWorkerRequest)(nil),           // 22: weir.cluster.v1.ReportWorkerRequest
-	(*ReportWorkerResponse)(nil),          // 23: weir.cluster.v1.ReportWorkerResponse
-	(*CancelJobRequest)(nil),              // 24: weir.cluster.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),             // 25: weir.cluster.v1.CancelJobResponse
-	(*TriggerSavepointRequest)(nil),       // 26: weir.cluster.v1.TriggerSavepointRequest
-	(*TriggerSavepointResponse)(nil),      // 27: weir.cluster.v1.TriggerSavepointResponse
-	nil,                                   // 28: weir.cluster.v1.SubtaskMetrics.GaugesEntry
+	(*OperatorGauge)(nil),                 // 17: weir.cluster.v1.OperatorGauge
+	(*CheckpointStats)(nil),               // 18: weir.cluster.v1.CheckpointStats
+	(*SubtaskCheckpoint)(nil),             // 19: weir.cluster.v1.SubtaskCheckpoint
+	(*FetchArtifactRequest)(nil),          // 20: weir.cluster.v1.FetchArtifactRequest
+	(*ArtifactChunk)(nil),                 // 21: weir.cluster.v1.ArtifactChunk
+	(*SubmitJobRequest)(nil),              // 22: weir.cluster.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),             // 23: weir.cluster.v1.SubmitJobResponse
+	(*ReportWorkerRequest)(nil),           // 24: weir.cluster.v1.ReportWorkerRequest
+	(*ReportWorkerResponse)(nil),          // 25: weir.cluster.v1.ReportWorkerResponse
+	(*CancelJobRequest)(nil),              // 26: weir.cluster.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),             // 27: weir.cluster.v1.CancelJobResponse
+	(*TriggerSavepointRequest)(nil),       // 28: weir.cluster.v1.TriggerSavepointRequest
+	(*TriggerSavepointResponse)(nil),      // 29: weir.cluster.v1.TriggerSavepointResponse
 }
 var file_cluster_proto_depIdxs = []int32{
 	6,  // 0: weir.cluster.v1.RegisterTaskManagerRequest.hardware:type_name -> weir.cluster.v1.Hardware
 	14, // 1: weir.cluster.v1.HeartbeatResponse.jobs:type_name -> weir.cluster.v1.JobStatus
 	13, // 2: weir.cluster.v1.HeartbeatResponse.process:type_name -> weir.cluster.v1.ProcessMetrics
 	15, // 3: weir.cluster.v1.JobStatus.vertices:type_name -> weir.cluster.v1.VertexStatus
-	17, // 4: weir.cluster.v1.JobStatus.checkpoints:type_name -> weir.cluster.v1.CheckpointStats
+	18, // 4: weir.cluster.v1.JobStatus.checkpoints:type_name -> weir.cluster.v1.CheckpointStats
 	16, // 5: weir.cluster.v1.VertexStatus.subtasks:type_name -> weir.cluster.v1.SubtaskMetrics
-	28, // 6: weir.cluster.v1.SubtaskMetrics.gauges:type_name -> weir.cluster.v1.SubtaskMetrics.GaugesEntry
-	7,  // 7: weir.cluster.v1.JobManager.RegisterTaskManager:input_type -> weir.cluster.v1.RegisterTaskManagerRequest
-	9,  // 8: weir.cluster.v1.JobManager.UnregisterTaskManager:input_type -> weir.cluster.v1.UnregisterTaskManagerRequest
-	18, // 9: weir.cluster.v1.JobManager.FetchArtifact:input_type -> weir.cluster.v1.FetchArtifactRequest
-	22, // 10: weir.cluster.v1.JobManager.ReportWorker:input_type -> weir.cluster.v1.ReportWorkerRequest
-	2,  // 11: weir.cluster.v1.JobManager.RequestHeartbeat:input_type -> weir.cluster.v1.RequestHeartbeatRequest
-	0,  // 12: weir.cluster.v1.JobManager.ConfirmCheckpoint:input_type -> weir.cluster.v1.ConfirmCheckpointRequest
-	11, // 13: weir.cluster.v1.TaskManager.Heartbeat:input_type -> weir.cluster.v1.HeartbeatRequest
-	20, // 14: weir.cluster.v1.TaskManager.SubmitJob:input_type -> weir.cluster.v1.SubmitJobRequest
-	24, // 15: weir.cluster.v1.TaskManager.CancelJob:input_type -> weir.cluster.v1.CancelJobRequest
-	26, // 16: weir.cluster.v1.TaskManager.TriggerSavepoint:input_type -> weir.cluster.v1.TriggerSavepointRequest
-	4,  // 17: weir.cluster.v1.TaskManager.Profile:input_type -> weir.cluster.v1.ProfileRequest
-	8,  // 18: weir.cluster.v1.JobManager.RegisterTaskManager:output_type -> weir.cluster.v1.RegisterTaskManagerResponse
-	10, // 19: weir.cluster.v1.JobManager.UnregisterTaskManager:output_type -> weir.cluster.v1.UnregisterTaskManagerResponse
-	19, // 20: weir.cluster.v1.JobManager.FetchArtifact:output_type -> weir.cluster.v1.ArtifactChunk
-	23, // 21: weir.cluster.v1.JobManager.ReportWorker:output_type -> weir.cluster.v1.ReportWorkerResponse
-	3,  // 22: weir.cluster.v1.JobManager.RequestHeartbeat:output_type -> weir.cluster.v1.RequestHeartbeatResponse
-	1,  // 23: weir.cluster.v1.JobManager.ConfirmCheckpoint:output_type -> weir.cluster.v1.ConfirmCheckpointResponse
-	12, // 24: weir.cluster.v1.TaskManager.Heartbeat:output_type -> weir.cluster.v1.HeartbeatResponse
-	21, // 25: weir.cluster.v1.TaskManager.SubmitJob:output_type -> weir.cluster.v1.SubmitJobResponse
-	25, // 26: weir.cluster.v1.TaskManager.CancelJob:output_type -> weir.cluster.v1.CancelJobResponse
-	27, // 27: weir.cluster.v1.TaskManager.TriggerSavepoint:output_type -> weir.cluster.v1.TriggerSavepointResponse
-	5,  // 28: weir.cluster.v1.TaskManager.Profile:output_type -> weir.cluster.v1.ProfileResponse
-	18, // [18:29] is the sub-list for method output_type
-	7,  // [7:18] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	17, // 6: weir.cluster.v1.SubtaskMetrics.gauges:type_name -> weir.cluster.v1.OperatorGauge
+	19, // 7: weir.cluster.v1.CheckpointStats.tasks:type_name -> weir.cluster.v1.SubtaskCheckpoint
+	7,  // 8: weir.cluster.v1.JobManager.RegisterTaskManager:input_type -> weir.cluster.v1.RegisterTaskManagerRequest
+	9,  // 9: weir.cluster.v1.JobManager.UnregisterTaskManager:input_type -> weir.cluster.v1.UnregisterTaskManagerRequest
+	20, // 10: weir.cluster.v1.JobManager.FetchArtifact:input_type -> weir.cluster.v1.FetchArtifactRequest
+	24, // 11: weir.cluster.v1.JobManager.ReportWorker:input_type -> weir.cluster.v1.ReportWorkerRequest
+	2,  // 12: weir.cluster.v1.JobManager.RequestHeartbeat:input_type -> weir.cluster.v1.RequestHeartbeatRequest
+	0,  // 13: weir.cluster.v1.JobManager.ConfirmCheckpoint:input_type -> weir.cluster.v1.ConfirmCheckpointRequest
+	11, // 14: weir.cluster.v1.TaskManager.Heartbeat:input_type -> weir.cluster.v1.HeartbeatRequest
+	22, // 15: weir.cluster.v1.TaskManager.SubmitJob:input_type -> weir.cluster.v1.SubmitJobRequest
+	26, // 16: weir.cluster.v1.TaskManager.CancelJob:input_type -> weir.cluster.v1.CancelJobRequest
+	28, // 17: weir.cluster.v1.TaskManager.TriggerSavepoint:input_type -> weir.cluster.v1.TriggerSavepointRequest
+	4,  // 18: weir.cluster.v1.TaskManager.Profile:input_type -> weir.cluster.v1.ProfileRequest
+	8,  // 19: weir.cluster.v1.JobManager.RegisterTaskManager:output_type -> weir.cluster.v1.RegisterTaskManagerResponse
+	10, // 20: weir.cluster.v1.JobManager.UnregisterTaskManager:output_type -> weir.cluster.v1.UnregisterTaskManagerResponse
+	21, // 21: weir.cluster.v1.JobManager.FetchArtifact:output_type -> weir.cluster.v1.ArtifactChunk
+	25, // 22: weir.cluster.v1.JobManager.ReportWorker:output_type -> weir.cluster.v1.ReportWorkerResponse
+	3,  // 23: weir.cluster.v1.JobManager.RequestHeartbeat:output_type -> weir.cluster.v1.RequestHeartbeatResponse
+	1,  // 24: weir.cluster.v1.JobManager.ConfirmCheckpoint:output_type -> weir.cluster.v1.ConfirmCheckpointResponse
+	12, // 25: weir.cluster.v1.TaskManager.Heartbeat:output_type -> weir.cluster.v1.HeartbeatResponse
+	23, // 26: weir.cluster.v1.TaskManager.SubmitJob:output_type -> weir.cluster.v1.SubmitJobResponse
+	27, // 27: weir.cluster.v1.TaskManager.CancelJob:output_type -> weir.cluster.v1.CancelJobResponse
+	29, // 28: weir.cluster.v1.TaskManager.TriggerSavepoint:output_type -> weir.cluster.v1.TriggerSavepointResponse
+	5,  // 29: weir.cluster.v1.TaskManager.Profile:output_type -> weir.cluster.v1.ProfileResponse
+	19, // [19:30] is the sub-list for method output_type
+	8,  // [8:19] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_cluster_proto_init() }
@@ -2416,7 +2677,7 @@ func file_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_proto_rawDesc), len(file_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
