@@ -51,7 +51,7 @@ func TestPrometheusEndpoints(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", program, "./testdata/slowsink").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	stdout, stderr, code := weir(t, "run", "-d", "--jobmanager", strings.TrimPrefix(rest, "http://"), "-p", "1", program, "--rate", "1000000000")
+	stdout, stderr, code := weir(t, "run", "-d", "--jobmanager", strings.TrimPrefix(rest, "http://"), "-p", "1", program, "--rate", "1000000000", "--keys", "100")
 	if code != exitOK {
 		t.Fatalf("weir run -d: exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -84,23 +84,28 @@ func TestPrometheusEndpoints(t *testing.T) {
 		}
 		return string(body)
 	}
+	// The keyed reduce's state size, at Flink's operator scope.
+	stateEntries := regexp.MustCompile(`weir_taskmanager_job_task_operator_stateEntries\{[^}]*operator_name="latest"[^}]*\} 100\n`)
 	var tmText string
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		tmText = scrape("taskmanager", tmProm)
-		if strings.Contains(tmText, `weir_taskmanager_job_task_numRecordsIn{`) || time.Now().After(deadline) {
+		if (strings.Contains(tmText, `weir_taskmanager_job_task_numRecordsIn{`) && stateEntries.MatchString(tmText)) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	jmText := scrape("jobmanager", jmProm)
 	for _, want := range []string{
-		`job_name="backpressure"`, `job_id="` + id + `"`, `task_name="Sink: slow"`, `weir_taskmanager_job_task_backPressuredTimeMsPerSecond{`,
+		`job_name="backpressure"`, `job_id="` + id + `"`, `task_name="latest -> Sink: slow"`, `weir_taskmanager_job_task_backPressuredTimeMsPerSecond{`,
 		`weir_taskmanager_job_task_busyTimeMsPerSecond{`, `weir_taskmanager_job_worker_heapBytes{`, "go_goroutines", "process_open_fds",
 	} {
 		if !strings.Contains(tmText, want) {
 			t.Errorf("the taskmanager's metrics lack %s", want)
 		}
+	}
+	if !stateEntries.MatchString(tmText) {
+		t.Errorf("the taskmanager's metrics lack the keyed reduce's stateEntries 100 (%s)", stateEntries)
 	}
 	for _, want := range []string{`weir_jobmanager_job_numRestarts{job_id="` + id + `",job_name="backpressure"} 0`,
 		"weir_jobmanager_numRegisteredTaskManagers 1"} {
@@ -120,6 +125,12 @@ func TestPrometheusEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	source, sink := d.Vertices[0], d.Vertices[1]
+	// The same gauge on the REST API, under Flink's operator metric id.
+	var state []cluster.MetricJSON
+	getREST(t, rest, "/jobs/"+id+"/vertices/"+sink.ID+"/metrics?get=0.latest.stateEntries", &state)
+	if len(state) != 1 || state[0].Value == nil || *state[0].Value != "100" {
+		t.Errorf("GET .../metrics?get=0.latest.stateEntries = %+v, want 100", state)
+	}
 	resp, err := http.Get(rest + "/taskmanagers/" + source.Subtasks[0].TaskManager + "/profile?type=goroutine")
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,9 @@
 // on TaskManagers of one slot each they run in different processes.
 // With --spin the sink waits for each record's turn by reading the clock
 // in a loop instead of sleeping: as slow, but it burns a CPU in
-// slowWriter.Write, for the dashboard's flame graph test.
+// slowWriter.Write, for the dashboard's flame graph test. With --keys N a
+// keyed reduce named "latest" keeps the latest record of N keys in front
+// of the sink, for the state size metrics.
 package main
 
 import (
@@ -26,10 +28,19 @@ func main() {
 	rate := flag.Int("rate", 1000, "records a second the sink takes")
 	count := flag.Int64("count", 100_000_000, "records the source emits")
 	spin := flag.Bool("spin", false, "wait for each record's turn on the CPU instead of sleeping")
+	keys := flag.Int64("keys", 0, "keep the latest record of this many keys before the sink (0: none)")
 	env := stream.NewEnvironment()
 	records := stream.FromSource[string](env, &stream.Generator[string]{Count: *count, Fn: func(i int64) string {
 		return fmt.Sprintf("%012d %s", i, payload)
 	}}, "records").SlotSharingGroup("source")
+	if *keys > 0 {
+		n := *keys
+		records = stream.KeyBy(records, func(r string) int64 {
+			var i int64
+			fmt.Sscanf(r[:12], "%d", &i)
+			return i % n
+		}).Reduce(func(_, r string) string { return r }).Name("latest").SlotSharingGroup("sink")
+	}
 	stream.SinkTo[string](records, slowSink{every: time.Second / time.Duration(*rate), spin: *spin}, "slow").SlotSharingGroup("sink")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
