@@ -95,15 +95,20 @@ func Q19(events *stream.Stream[Event]) *stream.Stream[Q19Result] {
 // the watermark, by time. A bid that is not better than the 10th of the
 // top waits for nothing: every bid of the top is earlier, so it will
 // still be there, or pushed out by a better one, when the bid's time
-// comes.
+// comes. An auction rarely gets two bids in one millisecond, so the first
+// bid of a time is a value of its own and only the others share a slice:
+// waiting allocates nothing per bid.
 type q19TopN struct {
-	top     state.ListState[Bid]
-	pending state.MapState[int64, []Bid]
+	top   state.ListState[Bid]
+	first state.MapState[int64, Bid]
+	more  state.MapState[int64, []Bid]
+	bids  []Bid // scratch for the bids a timer ranks
 }
 
 func (q *q19TopN) Open(ctx *stream.KeyedContext[int64]) error {
 	q.top = state.List[Bid](ctx.State(), "top")
-	q.pending = state.Map[int64, []Bid](ctx.State(), "pending")
+	q.first = state.Map[int64, Bid](ctx.State(), "first")
+	q.more = state.Map[int64, []Bid](ctx.State(), "more")
 	return nil
 }
 
@@ -111,29 +116,42 @@ func (q *q19TopN) ProcessElement(b Bid, ctx *stream.KeyedContext[int64], _ strea
 	if top := q.top.Get(); len(top) == Q19TopN && betterBid(&top[Q19TopN-1], &b) {
 		return nil
 	}
-	bids, _ := q.pending.Get(b.DateTime)
-	q.pending.Put(b.DateTime, append(slices.Clip(bids), b))
-	ctx.RegisterEventTimeTimer(b.DateTime)
+	if !q.first.Contains(b.DateTime) {
+		q.first.Put(b.DateTime, b)
+		ctx.RegisterEventTimeTimer(b.DateTime)
+		return nil
+	}
+	more, _ := q.more.Get(b.DateTime)
+	q.more.Put(b.DateTime, append(slices.Clip(more), b))
 	return nil
 }
 
 func (q *q19TopN) OnTimer(ts int64, _ *stream.KeyedContext[int64], out stream.Collector[Q19Result]) error {
-	bids, ok := q.pending.Get(ts)
+	b, ok := q.first.Get(ts)
 	if !ok {
 		return nil
 	}
-	q.pending.Remove(ts)
-	top, changed := rankTopN(slices.Clone(q.top.Get()), bids, out.Collect)
+	q.first.Remove(ts)
+	bids := append(q.bids[:0], b)
+	if more, ok := q.more.Get(ts); ok {
+		bids = append(bids, more...)
+		q.more.Remove(ts)
+	}
+	// On the heap the top's list is the state's own, with room for 10:
+	// rankTopN changes it in place and Update keeps it without a copy.
+	top, changed := rankTopN(q.top.Get(), bids, out.Collect)
 	if changed {
 		q.top.Update(top)
 	}
+	clear(bids) // the strings of the bids ranked
+	q.bids = bids[:0]
 	return nil
 }
 
 // rankTopN adds the bids of one millisecond to top (best first, at most
-// Q19TopN), best first, and emits each that enters with its rank.
+// Q19TopN), best first, and emits each that enters with its rank. It
+// sorts bids and may reuse top's array.
 func rankTopN(top, bids []Bid, emit func(Q19Result)) ([]Bid, bool) {
-	bids = slices.Clone(bids)
 	slices.SortFunc(bids, compareBids)
 	changed := false
 	for _, b := range bids {
@@ -144,9 +162,17 @@ func rankTopN(top, bids []Bid, emit func(Q19Result)) ([]Bid, bool) {
 		if i >= Q19TopN {
 			continue
 		}
-		top = slices.Insert(top, i, b)
-		if len(top) > Q19TopN {
-			top = top[:Q19TopN]
+		if len(top) < Q19TopN {
+			if cap(top) < Q19TopN {
+				// Room for the whole top at once, rather than growing it
+				// bid by bid.
+				top = append(make([]Bid, 0, Q19TopN), top...)
+			}
+			top = slices.Insert(top, i, b)
+		} else {
+			// Full: the last one drops out, in place.
+			copy(top[i+1:], top[i:Q19TopN-1])
+			top[i] = b
 		}
 		changed = true
 		emit(Q19Result{Bid: b, RankNumber: int64(i + 1)})

@@ -84,13 +84,18 @@ func inAuction(a *Auction, b *Bid) bool {
 // arbitrary but fixed order, so that the winner does not depend on the
 // order the bids arrive in.
 func betterBid(a, b *Bid) bool {
-	if c := cmp.Or(
-		cmp.Compare(b.Price, a.Price),
-		cmp.Compare(a.DateTime, b.DateTime),
-		cmp.Compare(a.Bidder, b.Bidder),
-		cmp.Compare(a.Channel, b.Channel),
-		cmp.Compare(a.URL, b.URL),
-		cmp.Compare(a.Extra, b.Extra)); c != 0 {
+	// One field at a time: cmp.Or would compare the three strings of
+	// every pair, though the price almost always decides.
+	if a.Price != b.Price {
+		return a.Price > b.Price
+	}
+	if a.DateTime != b.DateTime {
+		return a.DateTime < b.DateTime
+	}
+	if a.Bidder != b.Bidder {
+		return a.Bidder < b.Bidder
+	}
+	if c := cmp.Or(cmp.Compare(a.Channel, b.Channel), cmp.Compare(a.URL, b.URL), cmp.Compare(a.Extra, b.Extra)); c != 0 {
 		return c < 0
 	}
 	return false

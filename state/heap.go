@@ -149,7 +149,22 @@ func (s *listState[K, T]) Update(v []T) {
 		delete(s.m, s.b.current)
 		return
 	}
-	s.m[s.b.current] = append([]T(nil), v...)
+	if sameArray(s.m[s.b.current], v) {
+		// The list Get returned, changed in place: it is the state's own
+		// already, and copying it on every update would cost an
+		// allocation per record in operators that keep a sorted list.
+		s.m[s.b.current] = v
+		return
+	}
+	// A copy with the caller's spare capacity, so that a list built to
+	// be changed in place can be.
+	s.m[s.b.current] = append(make([]T, 0, cap(v)), v...)
+}
+
+// sameArray reports whether two slices share their backing array's end,
+// which a slice and any of its reslices do.
+func sameArray[T any](a, b []T) bool {
+	return cap(a) > 0 && cap(b) > 0 && &a[:cap(a)][cap(a)-1] == &b[:cap(b)][cap(b)-1]
 }
 func (s *listState[K, T]) Clear()    { delete(s.m, s.b.current) }
 func (s *listState[K, T]) keys() int { return len(s.m) }
