@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -92,11 +94,44 @@ func TestDashboardFlinkShapes(t *testing.T) {
 			return map[string]any{"counts": map[string]any{"restored": 0, "total": 8, "in_progress": 1, "completed": 7, "failed": 0},
 				"summary": map[string]any{"checkpointed_size": stat, "state_size": stat, "end_to_end_duration": stat},
 				"latest":  map[string]any{"completed": cp(7, "COMPLETED")},
-				"history": []any{cp(8, "IN_PROGRESS"), cp(7, "COMPLETED")},
+				"history": []any{cp(8, "IN_PROGRESS"), cp(7, "COMPLETED"), func() map[string]any {
+					f := cp(6, "FAILED")
+					f["className"], f["failure_message"], f["failure_timestamp"] = "failed", "declined by Sink: C (1/2)", start.UnixMilli()+50
+					return f
+				}()},
 			}
 		},
 		"/jobs/" + jid + "/checkpoints/details/7": func(*http.Request) any {
-			return map[string]any{"id": 7, "status": "COMPLETED", "tasks": map[string]any{"a": map[string]any{"id": 7, "status": "COMPLETED", "state_size": 2048, "marker": "details-of-7"}}}
+			return map[string]any{"id": 7, "status": "COMPLETED", "tasks": map[string]any{"a": map[string]any{"id": 7, "status": "COMPLETED", "state_size": 2048,
+				"checkpointed_size": 1024, "num_subtasks": 2, "num_acknowledged_subtasks": 1, "latest_ack_timestamp": start.UnixMilli() + 40, "end_to_end_duration": 40}}}
+		},
+		"/jobs/" + jid + "/checkpoints/details/7/subtasks/a": func(*http.Request) any {
+			stat := map[string]any{"min": 3, "max": 3, "avg": 3, "p50": 3.0}
+			ack := start.UnixMilli() + 40
+			return map[string]any{"id": 7, "status": "COMPLETED", "num_subtasks": 2, "num_acknowledged_subtasks": 1,
+				"summary": map[string]any{"state_size": stat, "checkpointed_size": stat, "end_to_end_duration": stat, "start_delay": stat,
+					"checkpoint_duration": map[string]any{"sync": stat, "async": stat},
+					"alignment":           map[string]any{"buffered": stat, "processed": stat, "persisted": stat, "duration": stat}},
+				"subtasks": []any{
+					map[string]any{"index": 0, "status": "completed", "ack_timestamp": ack, "end_to_end_duration": 40, "state_size": 2048, "checkpointed_size": 1024,
+						"checkpoint": map[string]any{"sync": 1, "async": 7}, "alignment": map[string]any{"processed": 0, "persisted": 0, "duration": 2},
+						"start_delay": 5, "unaligned_checkpoint": false},
+					map[string]any{"index": 1, "status": "pending_or_failed"},
+				}}
+		},
+		"/jobs/" + jid + "/vertices/a/metrics": func(r *http.Request) any {
+			all := []map[string]any{{"id": "0.numRecordsIn", "value": "10"}, {"id": "0.buffers.inPoolUsage", "value": "0.5"},
+				{"id": "0.Source: A.pendingRecords", "value": "4321"}, {"id": "1.sums.v2.stateDiskBytes", "value": "3145728"}}
+			get := r.URL.Query().Get("get")
+			var out []any
+			for _, m := range all {
+				if get == "" {
+					out = append(out, map[string]any{"id": m["id"]})
+				} else if slices.Contains(strings.Split(get, ","), m["id"].(string)) {
+					out = append(out, m)
+				}
+			}
+			return out
 		},
 		"/jobs/" + jid + "/checkpoints/config": func(*http.Request) any {
 			return map[string]any{"mode": "exactly_once", "interval": 300, "timeout": 600000}
@@ -188,13 +223,27 @@ func TestDashboardFlinkShapes(t *testing.T) {
 	waitJS("subtasks", `document.querySelectorAll('#subtask-table tr[data-subtask]').length === 2 && document.querySelector('#subtask-table tr[data-subtask="1"]').textContent.includes('4,243')`)
 	waitJS("backpressure level", `document.getElementById('bp-level') && document.getElementById('bp-level').dataset.level === 'high' && document.getElementById('backpressure-table').textContent.includes('75%')`)
 	waitJS("watermarks", `document.getElementById('watermark-table') && document.getElementById('watermark-table').textContent.includes('1700000000000') && document.getElementById('watermark-table').textContent.includes('No Watermark')`)
+	waitJS("operator gauges", `(() => { const rs = Array.from(document.querySelectorAll('#operator-metric-table tr.operator-metric-row'));
+		return rs.length === 2 && rs[0].textContent === '0Source: ApendingRecords4,321' && rs[1].textContent === '1sums.v2stateDiskBytes3.0 MiB'; })()`)
 	shot(t, bctx, artifacts, "flink-vertex")
 
 	// Checkpoints: counts, history, details on a click, summary.
 	do("open the checkpoints", chromedp.Navigate(srv.URL+"/#/job/"+jid+"/checkpoints"))
-	waitJS("checkpoint history", `document.querySelectorAll('#checkpoint-history-table tr.checkpoint-row').length === 2 && document.getElementById('chk-in_progress').dataset.value === '1'`)
+	waitJS("checkpoint history", `document.querySelectorAll('#checkpoint-history-table tr.checkpoint-row').length === 3 && document.getElementById('chk-in_progress').dataset.value === '1'`)
+	waitJS("the failed checkpoint in red with its message", `(() => { const r = document.querySelector('tr.checkpoint-row[data-checkpoint-id="6"]');
+		return r.dataset.status === 'FAILED' && getComputedStyle(r.querySelector('.badge.st-FAILED')).backgroundColor === 'rgb(192, 57, 43)' &&
+			r.querySelector('.chk-failure').textContent === 'declined by Sink: C (1/2)'; })()`)
 	do("expand checkpoint 7", chromedp.Click(chromedp.CSS(`#checkpoint-history-table tr[data-checkpoint-id="7"]`)))
-	waitJS("checkpoint 7's details", `document.querySelector('tr.checkpoint-details') && document.querySelector('tr.checkpoint-details').textContent.includes('details-of-7')`)
+	waitJS("checkpoint 7's vertices", `(() => { const r = document.querySelector('tr.checkpoint-details[data-checkpoint-details="7"] tr.checkpoint-task-row[data-task-vertex="a"]');
+		return r && r.textContent.includes('Source: A') && r.querySelector('.chk-acked').textContent === '1/2' && r.textContent.includes('2.0 KiB'); })()`)
+	do("open vertex A of checkpoint 7", chromedp.Click(chromedp.CSS(`tr.checkpoint-task-row[data-task-vertex="a"]`)))
+	waitJS("vertex A's subtasks in checkpoint 7", `document.querySelectorAll('tr.checkpoint-subtasks[data-subtasks-of="a"] tr.checkpoint-subtask-row').length === 2 &&
+		document.querySelector('tr.checkpoint-subtask-row[data-index="0"]').textContent.includes('7ms') &&
+		document.querySelector('tr.checkpoint-subtask-row[data-index="1"]').dataset.pending === 'true' &&
+		document.querySelector('tr.checkpoint-subtasks').textContent.includes('Sync duration')`)
+	do("expand checkpoint 8", chromedp.Click(chromedp.CSS(`#checkpoint-history-table tr[data-checkpoint-id="8"]`)))
+	waitJS("checkpoint 8 without details, muted", `(() => { const n = document.querySelector('tr.checkpoint-details[data-checkpoint-details="8"] .chk-no-details');
+		return n && n.classList.contains('muted') && !document.getElementById('view-error').textContent; })()`)
 	waitJS("checkpoint summary", `document.getElementById('checkpoint-summary-table').textContent.includes('end to end duration')`)
 	shot(t, bctx, artifacts, "flink-checkpoints")
 

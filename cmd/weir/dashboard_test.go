@@ -241,6 +241,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	do("open the checkpoints", chromedp.Navigate(rest+"/#/job/"+id+"/checkpoints"))
 	waitJS("checkpoint configuration", `document.getElementById('checkpoint-config-table') && document.getElementById('chk-completed')`, 10*time.Second)
 	shot(t, bctx, artifacts, "checkpoints")
+	checkpointDetailsInBrowser(t, b, job)
+	operatorMetricsInBrowser(t, b, rest, id, job)
 	do("open the TaskManagers", chromedp.Navigate(rest+"/#/taskmanagers"))
 	waitJS("TaskManagers", `document.querySelectorAll('#tm-table tr.tm-row').length === 2`, 10*time.Second)
 
@@ -297,5 +299,77 @@ func shot(t *testing.T, ctx context.Context, dir, name string) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "dashboard-"+name+".png"), png, 0o644); err != nil {
 		t.Error(err)
+	}
+}
+
+// checkpointDetailsInBrowser expands the latest completed checkpoint of
+// the job's Checkpoints tab (open in b): every vertex of the job is listed
+// with all its subtasks acknowledged, and a click on a vertex lists its
+// subtasks, each with the time of its acknowledgement.
+func checkpointDetailsInBrowser(t *testing.T, b *browserPage, job cluster.JobDetails) {
+	t.Helper()
+	latest := `document.querySelector('#checkpoint-history-table tr.checkpoint-row[data-status="COMPLETED"][data-savepoint="false"]')`
+	b.waitJS("a completed checkpoint in the history", latest, 10*time.Second)
+	cid := browserValue[string](b, latest+`.dataset.checkpointId`)
+	// Clicked through the DOM, not at the row's place on the screen: the
+	// rows move down as new checkpoints come in.
+	b.eval("expand checkpoint "+cid, `document.querySelector('#checkpoint-history-table tr.checkpoint-row[data-checkpoint-id="`+cid+`"]').click()`)
+	details := `tr.checkpoint-details[data-checkpoint-details="` + cid + `"]`
+	b.waitJS("checkpoint "+cid+"'s vertices", fmt.Sprintf(`document.querySelectorAll('%s tr.checkpoint-task-row').length === %d`, details, len(job.Vertices)), 10*time.Second)
+	type taskRow struct {
+		Vertex, Text       string
+		Acknowledged, Subs string
+		Acked              string
+	}
+	rows := browserValue[[]taskRow](b, `Array.from(document.querySelectorAll('`+details+` tr.checkpoint-task-row')).map((r) => ({
+		vertex: r.dataset.taskVertex, text: r.textContent, acknowledged: r.dataset.acknowledged, subs: r.dataset.subtasks,
+		acked: r.querySelector('.chk-acked').textContent}))`)
+	for i, v := range job.Vertices {
+		r := rows[i]
+		p := strconv.Itoa(v.Parallelism)
+		if r.Vertex != v.ID || !strings.Contains(r.Text, v.Name) || r.Acknowledged != p || r.Subs != p || r.Acked != p+"/"+p {
+			t.Errorf("checkpoint %s, vertex row %d = %+v; want vertex %s %q with %s of %s subtasks acknowledged", cid, i, r, v.ID, v.Name, p, p)
+		}
+	}
+	v := job.Vertices[len(job.Vertices)-1]
+	b.eval("open vertex "+v.Name+" of checkpoint "+cid, `document.querySelector('`+details+` tr.checkpoint-task-row[data-task-vertex="`+v.ID+`"] td').click()`)
+	subtasks := details + ` tr.checkpoint-subtasks[data-subtasks-of="` + v.ID + `"] tr.checkpoint-subtask-row`
+	b.waitJS("vertex "+v.Name+"'s subtasks in checkpoint "+cid, fmt.Sprintf(`document.querySelectorAll('%s').length === %d`, subtasks, v.Parallelism), 10*time.Second)
+	type subRow struct {
+		Index, Status, Ack, AckText string
+	}
+	subs := browserValue[[]subRow](b, `Array.from(document.querySelectorAll('`+subtasks+`')).map((r) => ({
+		index: r.dataset.index, status: r.dataset.status, ack: r.dataset.ack, ackText: r.querySelector('.chk-ack').textContent}))`)
+	for i, s := range subs {
+		if s.Index != strconv.Itoa(i) || s.Status != "completed" || s.Ack == "" || len(s.AckText) < len("2006-01-02 15:04:05") {
+			t.Errorf("checkpoint %s, vertex %s, subtask row %d = %+v; want subtask %d completed with its ack time", cid, v.Name, i, s, i)
+		}
+	}
+	b.waitJS("the subtask summary", `document.querySelector('`+details+` tr.checkpoint-subtasks').textContent.includes('Sync duration')`, 5*time.Second)
+	b.eval("scroll to checkpoint "+cid, `document.querySelector('#checkpoint-history-table tr.checkpoint-row[data-checkpoint-id="`+cid+`"]').scrollIntoView({block: 'start'}); window.scrollBy(0, -70)`)
+	shot(t, b.ctx, b.artifacts, "checkpoint-details")
+}
+
+// operatorMetricsInBrowser opens each vertex's page of the running
+// WordCount: the counting vertex lists its keyed state's entries
+// ("stateEntries") for each of its subtasks, as the REST API reports them.
+func operatorMetricsInBrowser(t *testing.T, b *browserPage, rest, id string, job cluster.JobDetails) {
+	t.Helper()
+	found := false
+	for _, v := range job.Vertices {
+		b.do("open vertex "+v.Name, chromedp.Navigate(rest+"/#/job/"+id+"/vertex/"+v.ID))
+		b.waitJS("operator metrics of "+v.Name, `document.getElementById('operator-metric-table')`, 10*time.Second)
+		n := browserValue[int](b, `Array.from(document.querySelectorAll('#operator-metric-table tr.operator-metric-row')).filter((r) => r.dataset.metricId.endsWith('.stateEntries')).length`)
+		if n == 0 {
+			continue
+		}
+		found = true
+		b.waitJS("state entries of every subtask of "+v.Name, fmt.Sprintf(`(() => { const rs = Array.from(document.querySelectorAll('#operator-metric-table tr.operator-metric-row')).filter((r) => r.dataset.metricId.endsWith('.stateEntries'));
+			return rs.length === %d && rs.every((r) => Number(r.dataset.value) > 0 && r.textContent.includes('stateEntries')); })()`, v.Parallelism), 10*time.Second)
+		b.eval("scroll to the operator metrics", `document.getElementById('operator-metrics').scrollIntoView({block: 'center'})`)
+		shot(t, b.ctx, b.artifacts, "operator-metrics")
+	}
+	if !found {
+		t.Errorf("no vertex page of the WordCount lists a stateEntries gauge")
 	}
 }

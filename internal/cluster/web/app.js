@@ -549,16 +549,23 @@ function jobView(id, tab) {
       mountJobActions(id);
       if (tab === 'checkpoints') {
         document.getElementById('checkpoint-history').addEventListener('click', (ev) => {
-          const row = ev.target.closest('tr[data-checkpoint-id]');
+          // A vertex row of an expanded checkpoint: its subtasks.
+          const vrow = ev.target.closest('tr[data-task-vertex]');
+          if (vrow) {
+            const e = expanded.get(vrow.closest('[data-checkpoint-details]').dataset.checkpointDetails);
+            if (e) toggleCheckpointVertex(id, e, vrow.dataset.taskVertex);
+            return;
+          }
+          const row = ev.target.closest('tr.checkpoint-row[data-checkpoint-id]');
           if (!row) return;
           const c = row.dataset.checkpointId;
           if (expanded.has(c)) {
             expanded.delete(c);
           } else {
-            expanded.set(c, null);
-            optional('checkpoint-details', id, `/jobs/${id}/checkpoints/details/${encodeURIComponent(c)}`)
-              .then((det) => { if (det && expanded.has(c)) expanded.set(c, det); refresh(); })
-              .catch(() => {});
+            const e = { cid: c, det: undefined, vertex: null, subtasks: {} };
+            expanded.set(c, e);
+            checkpointFetch(`/jobs/${id}/checkpoints/details/${encodeURIComponent(c)}`)
+              .then((det) => { e.det = det; refresh(); });
           }
           refresh();
         });
@@ -648,8 +655,8 @@ function jobView(id, tab) {
         const hist = c.history || [];
         setHTML('checkpoint-history', hist.length || !('history' in c) && !counts.completed ? table('checkpoint-history-table', [
           { title: 'ID', cell: (h) => esc(h.id) },
-          { title: 'Status', cell: (h) => badge(h.status) },
-          { title: 'Type', cell: (h) => esc(h.is_savepoint ? 'savepoint' : (h.checkpoint_type || 'checkpoint')) },
+          { title: 'Status', cell: (h) => badge(h.status) + (h.failure_message ? `<div class="chk-failure error">${esc(h.failure_message)}</div>` : '') },
+          { title: 'Type', cell: (h) => (h.is_savepoint || h.checkpoint_type === 'SAVEPOINT' ? '<span class="badge chk-savepoint">SAVEPOINT</span>' : esc((h.checkpoint_type || 'checkpoint').toLowerCase())) },
           { title: 'Trigger Time', cell: (h) => fmtTime(h.trigger_timestamp) },
           { title: 'Latest Ack', cell: (h) => fmtTime(h.latest_ack_timestamp) },
           { title: 'End to End', cls: 'num', cell: (h) => fmtDuration(h.end_to_end_duration) },
@@ -658,8 +665,8 @@ function jobView(id, tab) {
           { title: 'Acknowledged', cls: 'num', cell: (h) => `${esc(h.num_acknowledged_subtasks ?? '–')}/${esc(h.num_subtasks ?? '–')}` },
         ], hist, {
           empty: 'No checkpoint yet.',
-          rowAttrs: (h) => `class="clickable checkpoint-row" data-checkpoint-id="${esc(h.id)}"`,
-          after: (h) => expanded.has(String(h.id)) ? `<tr class="checkpoint-details" data-checkpoint-id="${esc(h.id)}-details"><td colspan="9"><pre>${esc(JSON.stringify(expanded.get(String(h.id)) || h, null, 2))}</pre></td></tr>` : '',
+          rowAttrs: (h) => `class="clickable checkpoint-row" data-checkpoint-id="${esc(h.id)}" data-status="${esc(h.status)}" data-savepoint="${h.is_savepoint ? 'true' : 'false'}"`,
+          after: (h) => expanded.has(String(h.id)) ? `<tr class="checkpoint-details" data-checkpoint-details="${esc(h.id)}"><td colspan="9">${checkpointDetailsHTML(h, expanded.get(String(h.id)), d.vertices || [])}</td></tr>` : '',
         }) : `<p class="muted">${esc(fmtNum(counts.completed))} completed; this JobManager keeps no per-checkpoint history.</p>`);
         const sum = c.summary || {};
         const srows = Object.entries(sum).filter(([, v]) => v && typeof v === 'object');
@@ -681,6 +688,116 @@ function jobView(id, tab) {
   };
 }
 
+// checkpointFetch asks for a checkpoint's or a vertex's details: a 404
+// (not in the history, or reported without subtask details) answers
+// {missing: message}, any other failure {error: message}.
+async function checkpointFetch(path) {
+  try {
+    return await api(path);
+  } catch (e) {
+    return e.status === 404 ? { missing: e.message } : { error: e.message };
+  }
+}
+
+// toggleCheckpointVertex opens (fetching its subtasks) or closes a vertex
+// of an expanded checkpoint.
+function toggleCheckpointVertex(jid, e, vid) {
+  if (e.vertex === vid) {
+    e.vertex = null;
+  } else {
+    e.vertex = vid;
+    if (!e.subtasks[vid] || e.subtasks[vid].error) {
+      e.subtasks[vid] = null;
+      checkpointFetch(`/jobs/${jid}/checkpoints/details/${encodeURIComponent(e.cid)}/subtasks/${encodeURIComponent(vid)}`)
+        .then((sd) => { e.subtasks[vid] = sd; refresh(); });
+    }
+  }
+  refresh();
+}
+
+// checkpointDetailsHTML is an expanded checkpoint of the history: its
+// failure, then its vertices' parts (Flink's CheckpointStatistics.tasks),
+// one of them opened on its subtasks.
+function checkpointDetailsHTML(h, e, vertices) {
+  let out = '';
+  if (h.status === 'FAILED') {
+    out += `<p class="chk-failure-detail"><span class="badge st-FAILED">FAILED</span> ${fmtTime(h.failure_timestamp)}: <span class="error">${esc(h.failure_message || 'no message')}</span></p>`;
+  }
+  if (h.is_savepoint) out += `<p><span class="badge chk-savepoint">SAVEPOINT</span> <span class="mono">${esc(h.external_path || '')}</span></p>`;
+  const det = e.det;
+  if (det === undefined) return out + '<p class="muted">Loading…</p>';
+  if (det.missing) return out + `<p class="muted chk-no-details">No details: ${esc(det.missing)}</p>`;
+  if (det.error) return out + `<p class="error">Could not load the details: ${esc(det.error)}</p>`;
+  const tasks = det.tasks || {};
+  const names = new Map(vertices.map((v) => [v.id, v.name]));
+  // The job's order of vertices, then any other the details name.
+  const ids = vertices.map((v) => v.id).filter((v) => v in tasks).concat(Object.keys(tasks).filter((v) => !names.has(v)));
+  if (!ids.length) return out + '<p class="muted chk-no-details">No per-vertex details were reported for this checkpoint.</p>';
+  const rows = ids.map((vid) => ({ vid, name: names.get(vid) || vid, t: tasks[vid] || {} }));
+  out += table(`checkpoint-tasks-${h.id}`, [
+    { title: 'Vertex', cell: (r) => `<span class="chk-open">${e.vertex === r.vid ? '▾' : '▸'}</span> ${esc(r.name)}` },
+    { title: 'Status', cell: (r) => (r.t.status ? badge(r.t.status) : '–') },
+    { title: 'Acknowledged', cls: 'num', cell: (r) => `<span class="chk-acked">${esc(r.t.num_acknowledged_subtasks ?? '–')}/${esc(r.t.num_subtasks ?? '–')}</span>` },
+    { title: 'Latest Ack', cell: (r) => fmtTime(r.t.latest_ack_timestamp) },
+    { title: 'End to End', cls: 'num', cell: (r) => fmtDuration(r.t.end_to_end_duration) },
+    { title: 'Checkpointed Size', cls: 'num', cell: (r) => fmtBytes(r.t.checkpointed_size) },
+    { title: 'Full Size', cls: 'num', cell: (r) => fmtBytes(r.t.state_size) },
+    { title: 'Processed', cls: 'num', cell: (r) => fmtBytes(r.t.processed_data) },
+    { title: 'Persisted', cls: 'num', cell: (r) => fmtBytes(r.t.persisted_data) },
+  ], rows, {
+    rowAttrs: (r) => `class="clickable checkpoint-task-row${e.vertex === r.vid ? ' open' : ''}" data-task-vertex="${esc(r.vid)}"` +
+      ` data-acknowledged="${esc(r.t.num_acknowledged_subtasks ?? '')}" data-subtasks="${esc(r.t.num_subtasks ?? '')}"`,
+    after: (r) => (e.vertex === r.vid ? `<tr class="checkpoint-subtasks" data-subtasks-of="${esc(r.vid)}"><td colspan="9">${checkpointSubtasksHTML(h.id, r.vid, e.subtasks[r.vid])}</td></tr>` : ''),
+  });
+  return out;
+}
+
+// checkpointSubtasksHTML is one vertex's part in a checkpoint (Flink's
+// TaskCheckpointStatisticsWithSubtaskDetails): min, average and max over
+// its subtasks, and each subtask.
+function checkpointSubtasksHTML(cid, vid, sd) {
+  if (sd === null || sd === undefined) return '<p class="muted">Loading…</p>';
+  if (sd.missing) return `<p class="muted chk-no-details">No subtask details: ${esc(sd.missing)}</p>`;
+  if (sd.error) return `<p class="error">Could not load the subtasks: ${esc(sd.error)}</p>`;
+  const sm = sd.summary || {};
+  const cd = sm.checkpoint_duration || {}, al = sm.alignment || {};
+  const srows = [
+    ['End to end duration', sm.end_to_end_duration, fmtDuration],
+    ['Sync duration', cd.sync, fmtDuration],
+    ['Async duration', cd.async, fmtDuration],
+    ['Alignment duration', al.duration, fmtDuration],
+    ['Start delay', sm.start_delay, fmtDuration],
+    ['Checkpointed size', sm.checkpointed_size, fmtBytes],
+    ['Full size', sm.state_size, fmtBytes],
+    ['Processed (alignment)', al.processed, fmtBytes],
+    ['Persisted (alignment)', al.persisted, fmtBytes],
+  ].filter((r) => r[1]);
+  const ms = (v, f) => (v === undefined || v === null ? '–' : f(v));
+  const sub = (s, f) => (s.status === 'completed' ? f(s) : '–');
+  return `<div class="chk-subtasks">` + table(`checkpoint-subtask-summary-${cid}`, [
+    { title: 'Over subtasks', cell: (r) => esc(r[0]) },
+    { title: 'Min', cls: 'num', cell: (r) => ms(r[1].min, r[2]) },
+    { title: 'Average', cls: 'num', cell: (r) => ms(r[1].avg, r[2]) },
+    { title: 'Max', cls: 'num', cell: (r) => ms(r[1].max, r[2]) },
+  ], srows, { empty: 'No summary.' }) + table(`checkpoint-subtask-table-${cid}`, [
+    { title: '#', cls: 'num', cell: (s) => esc(s.index) },
+    { title: 'Status', cell: (s) => `<span class="chk-subtask-${esc(s.status)}">${esc(s.status === 'completed' ? 'completed' : 'pending or failed')}</span>` },
+    { title: 'Ack Time', cell: (s) => `<span class="chk-ack">${s.ack_timestamp ? esc(fmtTime(s.ack_timestamp)) : '–'}</span>` },
+    { title: 'End to End', cls: 'num', cell: (s) => sub(s, (x) => fmtDuration(x.end_to_end_duration)) },
+    { title: 'Sync', cls: 'num', cell: (s) => sub(s, (x) => fmtDuration((x.checkpoint || {}).sync)) },
+    { title: 'Async', cls: 'num', cell: (s) => sub(s, (x) => fmtDuration((x.checkpoint || {}).async)) },
+    { title: 'Alignment', cls: 'num', cell: (s) => sub(s, (x) => fmtDuration((x.alignment || {}).duration)) },
+    { title: 'Start Delay', cls: 'num', cell: (s) => sub(s, (x) => fmtDuration(x.start_delay)) },
+    { title: 'Checkpointed Size', cls: 'num', cell: (s) => sub(s, (x) => fmtBytes(x.checkpointed_size)) },
+    { title: 'Full Size', cls: 'num', cell: (s) => sub(s, (x) => fmtBytes(x.state_size)) },
+    { title: 'Unaligned', cell: (s) => sub(s, (x) => (x.unaligned_checkpoint ? 'yes' : 'no')) },
+  ], sd.subtasks || [], {
+    empty: 'No subtask.',
+    rowAttrs: (s) => `class="checkpoint-subtask-row" data-index="${esc(s.index)}" data-status="${esc(s.status)}" data-ack="${esc(s.ack_timestamp || '')}"` +
+      (s.status === 'completed' ? '' : ' data-pending="true"'),
+  }) + '</div>';
+}
+
 function summaryCell(kind, v) {
   if (v === undefined || v === null) return '–';
   return /duration/.test(kind) ? fmtDuration(v) : (/size|data|buffered/.test(kind) ? fmtBytes(v) : fmtNum(v));
@@ -696,6 +813,7 @@ function vertexView(jid, vid) {
       <h2>Subtasks</h2><div id="subtask-list"></div>
       <div class="grid2"><div><h2>Backpressure</h2><div id="backpressure-list"></div></div>
       <div><h2>Watermarks</h2><div id="watermark-list"></div></div></div>
+      <h2>State and Operator Metrics</h2><div id="operator-metrics"></div>
       <h2>Flame Graph</h2>
       <div class="card" id="flame-card">
         <div class="actions">
@@ -747,12 +865,51 @@ function vertexView(jid, vid) {
         { title: 'Idle', cls: 'num', cell: (s) => pct(s.idleRatio) },
         { title: 'Busy', cls: 'num', cell: (s) => pct(s.busyRatio) },
       ], bp.subtasks || []) : '<p class="muted">Not available from this JobManager.</p>');
+      setHTML('operator-metrics', await operatorMetricsHTML(jid, vid));
       setHTML('watermark-list', wm ? table('watermark-table', [
         { title: 'Metric', cell: (w) => esc(w.id) },
         { title: 'Value', cls: 'num', cell: (w) => esc(watermark(w.value)) },
       ], wm, { empty: 'No watermark yet.' }) : '<p class="muted">Not available from this JobManager.</p>');
     },
   };
+}
+
+// operatorGauge splits a vertex metric's ID "<subtask>.<operator
+// name>.<metric>" (an operator's gauge, as Flink names it in a vertex's
+// metrics) into its parts; null for the vertex's own metrics
+// ("<subtask>.numRecordsIn", "<subtask>.buffers.inPoolUsage"). An
+// operator's name may hold dots, a metric's name does not.
+function operatorGauge(id) {
+  const m = /^(\d+)\.(.+)\.([^.]+)$/.exec(id);
+  if (!m || m[2] === 'buffers') return null;
+  return { subtask: Number(m[1]), operator: m[2], metric: m[3] };
+}
+
+function fmtGauge(metric, value) {
+  return /Bytes$/.test(metric) ? fmtBytes(Number(value)) : fmtNum(value);
+}
+
+// operatorMetricsHTML lists the operator gauges of a vertex's subtasks
+// (keyed state entries, Pebble's sizes, a Kafka source's pending records)
+// from GET /jobs/{id}/vertices/{vid}/metrics.
+async function operatorMetricsHTML(jid, vid) {
+  const path = `/jobs/${jid}/vertices/${encodeURIComponent(vid)}/metrics`;
+  const names = await optional('vertex-metrics', jid, path).catch(() => null);
+  if (!names || !Array.isArray(names)) return '<p class="muted">Not available from this JobManager.</p>';
+  const ids = names.map((n) => n.id).filter((n) => operatorGauge(n));
+  let vals = [];
+  if (ids.length) vals = await api(`${path}?get=${ids.map(encodeURIComponent).join(',')}`);
+  const rows = vals.map((m) => ({ ...operatorGauge(m.id), id: m.id, value: m.value })).filter((r) => r.metric)
+    .sort((a, b) => (a.operator < b.operator ? -1 : a.operator > b.operator ? 1 : a.metric < b.metric ? -1 : a.metric > b.metric ? 1 : a.subtask - b.subtask));
+  return table('operator-metric-table', [
+    { title: 'Subtask', cls: 'num', cell: (r) => esc(r.subtask) },
+    { title: 'Operator', cell: (r) => esc(r.operator) },
+    { title: 'Metric', cell: (r) => esc(r.metric) },
+    { title: 'Value', cls: 'num', cell: (r) => fmtGauge(r.metric, r.value) },
+  ], rows, {
+    empty: 'No operator reports a gauge (keyed state, Pebble sizes, a Kafka source\'s pending records).',
+    rowAttrs: (r) => `class="operator-metric-row" data-metric-id="${esc(r.id)}" data-value="${esc(r.value)}"`,
+  });
 }
 
 // ---------- flame graph ----------
