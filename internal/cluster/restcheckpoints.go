@@ -183,26 +183,35 @@ type TaskCheckpointDetailsJSON struct {
 // completed subtask's part ("clazz": "completed") or one that never
 // acknowledged ("pending", status "pending_or_failed", index only).
 type SubtaskCheckpointStatsJSON struct {
-	Index            int    `json:"index"`
-	Status           string `json:"status"`
-	AckTimestamp     *int64 `json:"ack_timestamp,omitempty"`
-	EndToEndDuration *int64 `json:"end_to_end_duration,omitempty"`
-	StateSize        *int64 `json:"state_size,omitempty"`
-	CheckpointedSize *int64 `json:"checkpointed_size,omitempty"`
-	Checkpoint       *struct {
-		Sync  int64 `json:"sync"`
-		Async int64 `json:"async"`
-	} `json:"checkpoint,omitempty"`
-	Alignment *struct {
-		Buffered  int64 `json:"buffered"`
-		Processed int64 `json:"processed"`
-		Persisted int64 `json:"persisted"`
-		Duration  int64 `json:"duration"`
-	} `json:"alignment,omitempty"`
-	StartDelay          *int64 `json:"start_delay,omitempty"`
-	UnalignedCheckpoint *bool  `json:"unaligned_checkpoint,omitempty"`
-	Aborted             *bool  `json:"aborted,omitempty"`
-	Clazz               string `json:"clazz"`
+	Index               int                      `json:"index"`
+	Status              string                   `json:"status"`
+	AckTimestamp        *int64                   `json:"ack_timestamp,omitempty"`
+	EndToEndDuration    *int64                   `json:"end_to_end_duration,omitempty"`
+	StateSize           *int64                   `json:"state_size,omitempty"`
+	CheckpointedSize    *int64                   `json:"checkpointed_size,omitempty"`
+	Checkpoint          *CheckpointDurationJSON  `json:"checkpoint,omitempty"`
+	Alignment           *CheckpointAlignmentJSON `json:"alignment,omitempty"`
+	StartDelay          *int64                   `json:"start_delay,omitempty"`
+	UnalignedCheckpoint *bool                    `json:"unaligned_checkpoint,omitempty"`
+	Aborted             *bool                    `json:"aborted,omitempty"`
+	Clazz               string                   `json:"clazz"`
+}
+
+// CheckpointDurationJSON is a subtask's synchronous and asynchronous
+// snapshot parts in ms (Flink's CheckpointDuration).
+type CheckpointDurationJSON struct {
+	Sync  int64 `json:"sync"`
+	Async int64 `json:"async"`
+}
+
+// CheckpointAlignmentJSON is a subtask's alignment: bytes processed and
+// persisted, and its duration in ms (Flink's CheckpointAlignment; buffered
+// is always 0, as in Flink since unaligned checkpoints).
+type CheckpointAlignmentJSON struct {
+	Buffered  int64 `json:"buffered"`
+	Processed int64 `json:"processed"`
+	Persisted int64 `json:"persisted"`
+	Duration  int64 `json:"duration"`
 }
 
 // RestoredCheckpointJSON is Flink's RestoredCheckpointStatistics.
@@ -296,16 +305,8 @@ func (j *job) taskCheckpointLocked(c CheckpointStatsJSON, v JobVertexJSON) (Task
 		sub := SubtaskCheckpointStatsJSON{Index: i, Status: "completed", Clazz: "completed",
 			AckTimestamp: &ack, EndToEndDuration: &duration, StateSize: &t.StateSize, CheckpointedSize: &t.CheckpointedSize,
 			StartDelay: &delay, UnalignedCheckpoint: &t.Unaligned, Aborted: new(bool)}
-		sub.Checkpoint = &struct {
-			Sync  int64 `json:"sync"`
-			Async int64 `json:"async"`
-		}{t.SyncMs, t.AsyncMs}
-		sub.Alignment = &struct {
-			Buffered  int64 `json:"buffered"`
-			Processed int64 `json:"processed"`
-			Persisted int64 `json:"persisted"`
-			Duration  int64 `json:"duration"`
-		}{0, t.ProcessedBytes, t.PersistedBytes, t.AlignmentMs}
+		sub.Checkpoint = &CheckpointDurationJSON{Sync: t.SyncMs, Async: t.AsyncMs}
+		sub.Alignment = &CheckpointAlignmentJSON{Processed: t.ProcessedBytes, Persisted: t.PersistedBytes, Duration: t.AlignmentMs}
 		out.Subtasks = append(out.Subtasks, sub)
 		states = append(states, t.StateSize)
 		sizes = append(sizes, t.CheckpointedSize)
