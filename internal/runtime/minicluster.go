@@ -86,7 +86,7 @@ type Job struct {
 }
 
 // CheckpointHistory returns the statistics of the latest completed
-// checkpoints, oldest first.
+// checkpoints and savepoints (Savepoint set), oldest first.
 func (j *Job) CheckpointHistory() []CheckpointStats { return j.storage.history() }
 
 // FailedCheckpointHistory returns the statistics of the latest
