@@ -456,3 +456,33 @@ func BenchmarkValue(b *testing.B) {
 		})
 	}
 }
+
+// TestHeapListUpdateCopiesOnlyForeignLists: Update keeps a list that Get
+// returned and the caller changed in place, copies any other (so that the
+// caller's later changes do not reach the state), and does not keep a
+// scratch buffer's capacity for every key.
+func TestHeapListUpdateCopiesOnlyForeignLists(t *testing.T) {
+	b := NewBackend[string]()
+	l := List[int](b, "l")
+	b.SetCurrentKey("a")
+	mine := make([]int, 0, 10)
+	mine = append(mine, 1, 2)
+	l.Update(mine)
+	mine[0] = 99
+	if got := l.Get(); got[0] != 1 || cap(got) != 10 {
+		t.Fatalf("after Update of the caller's list: %v (cap %d), want a copy [1 2] with its capacity 10", got, cap(got))
+	}
+	got := l.Get()
+	got = append(got, 3) // in place: room for it
+	got[0] = 7
+	l.Update(got)
+	if again := l.Get(); &again[0] != &got[0] || len(again) != 3 || again[0] != 7 {
+		t.Fatalf("an in-place change was copied or lost: %v", again)
+	}
+	scratch := make([]int, 1, 1<<16)
+	b.SetCurrentKey("b")
+	l.Update(scratch)
+	if c := cap(l.Get()); c > 16 {
+		t.Fatalf("the state keeps a scratch buffer's capacity %d for one element", c)
+	}
+}

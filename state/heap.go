@@ -157,8 +157,13 @@ func (s *listState[K, T]) Update(v []T) {
 		return
 	}
 	// A copy with the caller's spare capacity, so that a list built to
-	// be changed in place can be.
-	s.m[s.b.current] = append(make([]T, 0, cap(v)), v...)
+	// be changed in place can be; but not a scratch buffer's, which
+	// every key would then hold.
+	c := len(v)
+	if cap(v) <= 2*len(v)+8 {
+		c = cap(v)
+	}
+	s.m[s.b.current] = append(make([]T, 0, c), v...)
 }
 
 // sameArray reports whether two slices share their backing array's end,
