@@ -209,8 +209,13 @@ func followJob(ctx context.Context, client *cluster.RESTClient, id string, poll 
 	var lastPrint time.Time
 	var failingSince time.Time
 	view := newProgress(stdout)
-	tick := time.NewTicker(max(poll, 10*time.Millisecond))
-	defer tick.Stop()
+	// The first looks come soon after the submission and then ever less
+	// often, up to every poll: a job that ends within moments is seen
+	// ending then, not a whole poll later.
+	poll = max(poll, 10*time.Millisecond)
+	wait := min(10*time.Millisecond, poll)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
 	for {
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		d, err := client.Job(rctx, id)
@@ -256,8 +261,10 @@ func followJob(ctx context.Context, client *cluster.RESTClient, id string, poll 
 		}
 		select {
 		case <-ctx.Done():
-		case <-tick.C:
+		case <-timer.C:
 		}
+		wait = min(2*wait, poll)
+		timer.Reset(wait)
 	}
 }
 

@@ -3,8 +3,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -588,5 +592,44 @@ func clusterFailover(t *testing.T, slots, p int) {
 	got := committedLines(t, out)
 	if diff := diffLines(got, clean); diff != "" {
 		t.Errorf("after the failover, the committed output differs from the failure-free run: %s", diff)
+	}
+}
+
+// TestFollowJobSeesAQuickEndAtOnce: weir run looks at a just-submitted
+// job soon and then ever less often, so a job that ends within moments
+// is reported ending then rather than a whole --poll later (500 ms by
+// default, which made tiny jobs take 0.6 s on a warm cluster).
+func TestFollowJobSeesAQuickEndAtOnce(t *testing.T) {
+	const id = "0123456789abcdef0123456789abcdef"
+	submitted := time.Now()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/jobs/"+id {
+			http.NotFound(w, r)
+			return
+		}
+		state := cluster.JobRunning
+		if time.Since(submitted) > 60*time.Millisecond {
+			state = cluster.JobFinished
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(cluster.JobDetails{ID: id, Name: "tiny", State: state, Attempt: 1})
+	}))
+	defer srv.Close()
+	client, err := cluster.NewRESTClient(strings.TrimPrefix(srv.URL, "http://"), cluster.Security{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	var out bytes.Buffer
+	if err := followJob(context.Background(), client, id, 500*time.Millisecond, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	// Looks at about 0, 10, 30, 70 and 150 ms: the end at 60 ms is seen by
+	// 70 ms, give or take a loaded machine; a fixed 500 ms poll sees it at 500.
+	if took := time.Since(submitted); took > 300*time.Millisecond {
+		t.Fatalf("followJob saw a job that finished after 60 ms only after %v\n%s", took, out.String())
+	}
+	if !strings.Contains(out.String(), "FINISHED") {
+		t.Fatalf("no FINISHED line:\n%s", out.String())
 	}
 }
