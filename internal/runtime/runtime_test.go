@@ -128,13 +128,19 @@ func TestTimerHeapOrderAndDeduplication(t *testing.T) {
 		}
 	}
 	var got []int64
-	for len(h.items) > 0 {
-		tm := h.pop()
-		if !want[[2]int64{int64(tm.key), tm.ts}] {
-			t.Fatalf("popped a timer that was never set or was removed: %v", tm)
+	if len(h.pending()) != len(want) || h.len() != len(want) {
+		t.Fatalf("%d timers pending (%d listed), want %d", h.len(), len(h.pending()), len(want))
+	}
+	for {
+		if _, ok := h.head(); !ok {
+			break
 		}
-		delete(want, [2]int64{int64(tm.key), tm.ts})
-		got = append(got, tm.ts)
+		key, ts := h.pop()
+		if !want[[2]int64{int64(key), ts}] {
+			t.Fatalf("popped a timer that was never set or was removed: %d at %d", key, ts)
+		}
+		delete(want, [2]int64{int64(key), ts})
+		got = append(got, ts)
 	}
 	if len(want) != 0 || !slices.IsSorted(got) {
 		t.Fatalf("%d timers left, sorted %v", len(want), slices.IsSorted(got))

@@ -1,8 +1,8 @@
 package runtime
 
 import (
-	"container/heap"
 	"fmt"
+	"slices"
 
 	"github.com/weirproject/weir/codec"
 )
@@ -113,8 +113,8 @@ func (s *TimerService[K]) DeleteProcessingTimeTimer(key K, ts int64) {
 }
 
 // NumEventTimeTimers and NumProcessingTimeTimers report the pending timers.
-func (s *TimerService[K]) NumEventTimeTimers() int      { return len(s.event.items) }
-func (s *TimerService[K]) NumProcessingTimeTimers() int { return len(s.proc.items) }
+func (s *TimerService[K]) NumEventTimeTimers() int      { return s.event.len() }
+func (s *TimerService[K]) NumProcessingTimeTimers() int { return s.proc.len() }
 
 // AdvanceWatermark fires, in timestamp order, every event-time timer at or
 // before wm. Timers registered by the callbacks at or before wm fire too.
@@ -122,18 +122,21 @@ func (s *TimerService[K]) AdvanceWatermark(wm int64) {
 	if wm > s.watermark {
 		s.watermark = wm
 	}
-	for len(s.event.items) > 0 && s.event.items[0].ts <= wm {
-		t := s.event.pop()
+	for {
+		if ts, ok := s.event.head(); !ok || ts > wm {
+			return
+		}
+		key, ts := s.event.pop()
 		s.oc.Enter()
-		s.onEventTime(t.key, t.ts)
+		s.onEventTime(key, ts)
 	}
 }
 
 func (s *TimerService[K]) reschedule() {
 	pts := s.oc.Task.ProcessingTime()
 	next := MaxWatermark
-	if len(s.proc.items) > 0 {
-		next = s.proc.items[0].ts
+	if ts, ok := s.proc.head(); ok {
+		next = ts
 	}
 	if next == s.scheduledAt {
 		return
@@ -150,18 +153,15 @@ func (s *TimerService[K]) reschedule() {
 func (s *TimerService[K]) fireProcessingTime(int64) {
 	s.scheduledAt = MaxWatermark
 	now := s.oc.Task.ProcessingTime().Now()
-	for len(s.proc.items) > 0 && s.proc.items[0].ts <= now {
-		t := s.proc.pop()
+	for {
+		if ts, ok := s.proc.head(); !ok || ts > now {
+			break
+		}
+		key, ts := s.proc.pop()
 		s.oc.Enter()
-		s.onProcTime(t.key, t.ts)
+		s.onProcTime(key, ts)
 	}
 	s.reschedule()
-}
-
-type timer[K comparable] struct {
-	key   K
-	ts    int64
-	index int
 }
 
 type timerID[K comparable] struct {
@@ -169,64 +169,148 @@ type timerID[K comparable] struct {
 	ts  int64
 }
 
-// timerHeap is a min-heap of timers by timestamp with a set for
-// deduplication and deletion.
+// timerHeap holds timers by time: a min-heap of the distinct times that
+// have timers, and per time its keys in the order they were registered,
+// with a set of the pending timers for deduplication and deletion. Keyed
+// operators set many timers for few times (a window's end, the
+// millisecond of a batch of records): the heap moves once per time rather
+// than once per timer, and a timer allocates nothing of its own. A
+// deleted timer stays in its time's list until that time comes up; the
+// set says it is gone.
 type timerHeap[K comparable] struct {
-	items []*timer[K]
-	set   map[timerID[K]]*timer[K]
+	times []int64
+	keys  map[int64][]K
+	set   map[timerID[K]]struct{}
 }
 
 func newTimerHeap[K comparable]() timerHeap[K] {
-	return timerHeap[K]{set: make(map[timerID[K]]*timer[K])}
+	return timerHeap[K]{keys: make(map[int64][]K), set: make(map[timerID[K]]struct{})}
 }
+
+// len is the number of pending timers.
+func (h *timerHeap[K]) len() int { return len(h.set) }
 
 func (h *timerHeap[K]) add(key K, ts int64) bool {
 	id := timerID[K]{key, ts}
 	if _, ok := h.set[id]; ok {
 		return false
 	}
-	t := &timer[K]{key: key, ts: ts}
-	h.set[id] = t
-	heap.Push((*timerSlice[K])(&h.items), t)
+	h.set[id] = struct{}{}
+	ks, ok := h.keys[ts]
+	if !ok {
+		h.pushTime(ts)
+	}
+	h.keys[ts] = append(ks, key)
 	return true
 }
 
 func (h *timerHeap[K]) remove(key K, ts int64) bool {
 	id := timerID[K]{key, ts}
-	t, ok := h.set[id]
-	if !ok {
+	if _, ok := h.set[id]; !ok {
 		return false
 	}
 	delete(h.set, id)
-	heap.Remove((*timerSlice[K])(&h.items), t.index)
 	return true
 }
 
-func (h *timerHeap[K]) pop() *timer[K] {
-	t := heap.Pop((*timerSlice[K])(&h.items)).(*timer[K])
-	delete(h.set, timerID[K]{t.key, t.ts})
-	return t
+// head returns the time of the earliest pending timer, dropping the
+// deleted timers ahead of it.
+func (h *timerHeap[K]) head() (int64, bool) {
+	for len(h.times) > 0 {
+		ts := h.times[0]
+		ks := h.keys[ts]
+		for len(ks) > 0 {
+			if _, ok := h.set[timerID[K]{ks[0], ts}]; ok {
+				h.keys[ts] = ks
+				return ts, true
+			}
+			var zero K
+			ks[0] = zero
+			ks = ks[1:]
+		}
+		delete(h.keys, ts)
+		h.popTime()
+	}
+	return 0, false
 }
 
-type timerSlice[K comparable] []*timer[K]
+// pop takes the earliest pending timer; head must have found one.
+func (h *timerHeap[K]) pop() (K, int64) {
+	ts := h.times[0]
+	ks := h.keys[ts]
+	key := ks[0]
+	var zero K
+	ks[0] = zero
+	if len(ks) == 1 {
+		delete(h.keys, ts)
+		h.popTime()
+	} else {
+		h.keys[ts] = ks[1:]
+	}
+	delete(h.set, timerID[K]{key, ts})
+	return key, ts
+}
 
-func (h timerSlice[K]) Len() int           { return len(h) }
-func (h timerSlice[K]) Less(i, j int) bool { return h[i].ts < h[j].ts }
-func (h timerSlice[K]) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
+// pending lists the pending timers, by time and then in the order they
+// were registered.
+func (h *timerHeap[K]) pending() []timerID[K] {
+	times := slices.Clone(h.times)
+	slices.Sort(times)
+	out := make([]timerID[K], 0, len(h.set))
+	seen := make(map[timerID[K]]struct{}, len(h.set))
+	for _, ts := range times {
+		for _, k := range h.keys[ts] {
+			id := timerID[K]{k, ts}
+			if _, ok := h.set[id]; !ok {
+				continue
+			}
+			if _, dup := seen[id]; dup {
+				continue // deleted and set again: it fires once
+			}
+			seen[id] = struct{}{}
+			out = append(out, id)
+		}
+	}
+	return out
 }
-func (h *timerSlice[K]) Push(x any) {
-	t := x.(*timer[K])
-	t.index = len(*h)
-	*h = append(*h, t)
+
+func (h *timerHeap[K]) pushTime(ts int64) {
+	h.times = append(h.times, ts)
+	i := len(h.times) - 1
+	for i > 0 {
+		parent := (i - 1) / 2
+		if h.times[parent] <= ts {
+			break
+		}
+		h.times[i] = h.times[parent]
+		i = parent
+	}
+	h.times[i] = ts
 }
-func (h *timerSlice[K]) Pop() any {
-	old := *h
-	t := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return t
+
+func (h *timerHeap[K]) popTime() {
+	n := len(h.times) - 1
+	last := h.times[n]
+	h.times = h.times[:n]
+	if n == 0 {
+		return
+	}
+	i := 0
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && h.times[c+1] < h.times[c] {
+			c++
+		}
+		if last <= h.times[c] {
+			break
+		}
+		h.times[i] = h.times[c]
+		i = c
+	}
+	h.times[i] = last
 }
 
 // Snapshot encodes the pending timers (key and timestamp of each).
@@ -235,13 +319,13 @@ func (s *TimerService[K]) Snapshot() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("timers: %w", err)
 	}
-	buf := codec.Uint64.Append(nil, uint64(len(s.event.items)))
-	for _, t := range s.event.items {
-		buf = codec.Int64.Append(kc.Append(buf, t.key), t.ts)
-	}
-	buf = codec.Uint64.Append(buf, uint64(len(s.proc.items)))
-	for _, t := range s.proc.items {
-		buf = codec.Int64.Append(kc.Append(buf, t.key), t.ts)
+	var buf []byte
+	for _, h := range []*timerHeap[K]{&s.event, &s.proc} {
+		ts := h.pending()
+		buf = codec.Uint64.Append(buf, uint64(len(ts)))
+		for _, t := range ts {
+			buf = codec.Int64.Append(kc.Append(buf, t.key), t.ts)
+		}
 	}
 	return buf, nil
 }
