@@ -164,12 +164,9 @@ func newStateBackend[K comparable](oc *runtime.OperatorContext, hash runtime.Key
 		return nil, fmt.Errorf("pebble state backend in %s: %w", dir, err)
 	}
 	oc.OnCleanup(func() { _ = b.Close() })
-	// One reading of Pebble's counters serves the three gauges, which
-	// are read one after the other.
-	var m state.Metrics
-	oc.Gauge("stateDiskBytes", func() int64 { m = b.Metrics(); return m.DiskBytes })
-	oc.Gauge("stateMemTableBytes", func() int64 { return m.MemTableBytes })
-	oc.Gauge("stateBlockCacheBytes", func() int64 { return m.BlockCacheBytes })
+	oc.Gauge("stateDiskBytes", func() int64 { return b.Metrics().DiskBytes })
+	oc.Gauge("stateMemTableBytes", func() int64 { return b.Metrics().MemTableBytes })
+	oc.Gauge("stateBlockCacheBytes", func() int64 { return b.Metrics().BlockCacheBytes })
 	return b, nil
 }
 

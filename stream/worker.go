@@ -497,7 +497,7 @@ func (w *worker) write(state string, jobErr error) {
 	if h := w.jc.CheckpointHistory(); len(h) > 0 {
 		st.Checkpoints = cluster.CheckpointStatsOf(h[max(0, len(h)-maxReportedCheckpoints):], detailedCheckpoints)
 	}
-	if h := w.jc.job.FailedCheckpointHistory(); len(h) > 0 {
+	if h := w.jc.FailedCheckpointHistory(); len(h) > 0 {
 		st.Checkpoints = append(st.Checkpoints, cluster.CheckpointStatsOf(h[max(0, len(h)-maxReportedCheckpoints):], detailedCheckpoints)...)
 	}
 	for _, v := range w.jc.Graph.Vertices {
