@@ -161,7 +161,10 @@ func TestAsyncAcknowledgementsKeepCheckpointOrder(t *testing.T) {
 	if !slices.Equal(got, []int64{1, 2}) {
 		t.Fatalf("acknowledged %v", got)
 	}
-	// Nothing pending any more: the next one leaves synchronously.
+	// Nothing pending any more: the next one leaves synchronously. The
+	// goroutines that sent 1 and 2 mark themselves done just after the
+	// send; wait for that rather than race it.
+	task.asyncWG.Wait()
 	task.acknowledge(&pendingCheckpoint{id: 3, snap: &TaskSnapshot{}})
 	select {
 	case a := <-acks:
