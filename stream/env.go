@@ -53,6 +53,8 @@ type Environment struct {
 	// appJobArgs, in application mode ("myjob jobmanager ..."), are the
 	// job's flags, which the TaskManager's worker gets too.
 	appJobArgs []string
+	// iterations counts the iterations built, which names them.
+	iterations int
 }
 
 // RestoreFrom makes the next Execute start from a retained checkpoint (a
@@ -265,6 +267,9 @@ func (env *Environment) JobGraph(jobName string) (*graph.JobGraph, error) {
 		jobName = name
 	}
 	env.graph.JobName = jobName
+	if err := env.checkIterations(); err != nil {
+		return nil, err
+	}
 	if config.RuntimeMode.Get(env.cfg) == string(Batch) {
 		for _, n := range env.graph.Nodes {
 			if n.Kind == "source" && !n.Bounded {

@@ -59,6 +59,13 @@ func (ks *KeyedStream[K, T]) Reduce(fn func(acc, v T) T) *Stream[T] {
 // heap per record.
 func (ks *KeyedStream[K, T]) reduceInPlace(update func(acc, v *T)) *Stream[T] {
 	return addNode[T, T](ks.s, "reduce", "Reduce", oneInput(func(oc *runtime.OperatorContext, out runtime.Output[T]) (runtime.Output[T], error) {
+		if oc.Task.Iteration() != nil {
+			// Inside an iteration's loop: the final result per key at the
+			// end of each superstep, which starts afresh.
+			op := &reduceOp[K, T]{oc: oc, key: ks.key, hash: ks.hasher, update: update, out: out, batch: true, superstep: true, index: make(map[K]int32)}
+			oc.Register(op)
+			return op, nil
+		}
 		if !oc.Batch && config.StateBackend.Get(oc.Config) == config.StateBackendPebble {
 			// State larger than memory: the running results live in the
 			// Pebble store. Batch mode needs to list every key at the
@@ -143,14 +150,16 @@ const reduceStateName = "reduce"
 // Go key itself to a slot in a dense slice of results, so that an update
 // hashes once and results stay contiguous.
 type reduceOp[K comparable, T any] struct {
-	oc      *runtime.OperatorContext
-	key     func(T) K
-	hash    runtime.KeyHasher[K]
-	update  func(acc, v *T)
-	out     runtime.Output[T]
-	batch   bool
-	index   map[K]int32
-	results []T
+	oc     *runtime.OperatorContext
+	key    func(T) K
+	hash   runtime.KeyHasher[K]
+	update func(acc, v *T)
+	out    runtime.Output[T]
+	batch  bool
+	// superstep: results are per superstep of an iteration.
+	superstep bool
+	index     map[K]int32
+	results   []T
 	// scratch holds the incoming record, so that update can take its
 	// address without the record escaping to the heap.
 	scratch T
@@ -188,6 +197,20 @@ func (r *reduceOp[K, T]) Finish() error {
 }
 
 func (r *reduceOp[K, T]) Close() error { return nil }
+
+// EndSuperstep emits the superstep's result per key and forgets them.
+func (r *reduceOp[K, T]) EndSuperstep(int64) error {
+	if !r.superstep {
+		return nil
+	}
+	for _, v := range r.results {
+		r.out.Emit(v, runtime.NoTimestamp)
+	}
+	clear(r.index)
+	clear(r.results)
+	r.results = r.results[:0]
+	return nil
+}
 
 // SnapshotState encodes every key's result.
 func (r *reduceOp[K, T]) SnapshotState(int64) ([]byte, error) {

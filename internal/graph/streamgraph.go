@@ -72,6 +72,10 @@ type StreamNode struct {
 	Bounded bool
 	// Inputs is the number of logical inputs: 0 for sources, 1, or 2.
 	Inputs int
+	// Iteration is the ID of the iteration whose loop the node belongs
+	// to, empty outside iterations; IterationHead marks the loop's head.
+	Iteration     string `json:",omitempty"`
+	IterationHead bool   `json:",omitempty"`
 	// Ops is the runtime factory for the operator (runtime.NodeOps); it is
 	// not serialized.
 	Ops any `json:"-"`

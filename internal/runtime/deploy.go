@@ -58,6 +58,10 @@ type attempt struct {
 	link    *controlLink
 	bridges []func(context.Context) error
 	exits   chan taskExit
+	// iterations synchronise the supersteps of the job's iterations, by
+	// ID; shared holds what tasks of this attempt in this process share.
+	iterations map[string]*superstepSync
+	shared     *sharedObjects
 }
 
 type checkpointAck struct {
@@ -205,6 +209,11 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 	for _, r := range eg.Results {
 		resultOf[r.Edge.StreamEdge] = r
 	}
+	a.shared = &sharedObjects{m: make(map[string]any)}
+	iterationOf, err := d.iterations(a, sg)
+	if err != nil {
+		return nil, err
+	}
 
 	for _, v := range eg.Vertices {
 		for _, ev := range v.TaskVertices {
@@ -257,6 +266,13 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 			}
 			if assigned := d.splits[v.JobVertex.ID]; assigned != nil {
 				t.splits = assigned[ev.SubtaskIndex]
+			}
+			t.shared, t.iterations = a.shared, a.iterations
+			if it := iterationOf(v.JobVertex); it != nil {
+				// A loop takes no checkpoints: its tasks align on the ends
+				// of supersteps instead of barriers.
+				t.unaligned = false
+				t.iter = &TaskIteration{t: t, sync: it, head: sg.Node(v.JobVertex.Head()).IterationHead, superstep: 1}
 			}
 			ex.Transition(graph.StateDeploying, nil)
 			var build func(n *graph.StreamNode) (any, error)

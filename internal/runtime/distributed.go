@@ -78,6 +78,12 @@ type controlMsg struct {
 	Shared   []string
 	Sizes    map[string]int64
 	Uploaded int64
+	// Iter, Aggs and Terminate carry an iteration's superstep reports
+	// (worker to leader: "superstep", ID the superstep) and decisions
+	// (leader to worker: "decided").
+	Iter      string
+	Aggs      [][]byte
+	Terminate bool
 }
 
 // controlLink is the leader's link to one worker, or a worker's to the
@@ -159,8 +165,8 @@ func decodeControl(dec *gob.Decoder) (controlMsg, error) {
 }
 
 // controlKinds are the messages of both directions.
-var controlKinds = []string{"trigger", "complete", "abort", "release", "prepare", "stop",
-	"ack", "waiting", "done", "handled", "prepared"}
+var controlKinds = []string{"trigger", "complete", "abort", "release", "prepare", "stop", "decided",
+	"ack", "waiting", "done", "handled", "prepared", "superstep"}
 
 func (m *controlMsg) check() error {
 	switch {
@@ -403,6 +409,13 @@ func (d *deployer) readWorker(ctx context.Context, a *attempt, l *controlLink) e
 		return true
 	}
 	return l.serve(ctx, fmt.Sprintf("worker %d", l.peer), ended, func(m controlMsg) error {
+		if m.Kind == "superstep" {
+			s := a.iterations[m.Iter]
+			if s == nil {
+				return fmt.Errorf("runtime: worker %d reported a superstep of iteration %q, which does not exist", l.peer, m.Iter)
+			}
+			return s.addEncoded(m.ID, m.Aggs)
+		}
 		if m.Task < 0 || m.Task >= len(a.handles) {
 			return fmt.Errorf("runtime: worker %d sent %q for subtask %d, which does not exist", l.peer, m.Kind, m.Task)
 		}
@@ -511,6 +524,17 @@ func (d *deployer) followLeader(ctx context.Context, a *attempt, l *controlLink)
 		case "stop":
 			// Stopped with a savepoint, which the sinks here committed.
 			d.job.stop()
+			return nil
+		case "decided":
+			s := a.iterations[m.Iter]
+			if s == nil {
+				return fmt.Errorf("runtime: the leader decided a superstep of iteration %q, which does not exist", m.Iter)
+			}
+			dec, err := s.decodeDecision(m.ID, m.Terminate, m.Aggs)
+			if err != nil {
+				return err
+			}
+			s.decide(dec)
 			return nil
 		}
 		t := a.local[m.Task]

@@ -258,6 +258,8 @@ func encodeBuffer[T any](c codec.Codec[T], dst []byte, b *Buffer[T]) ([]byte, er
 		dst = codec.Int64.Append(dst, b.Event.Watermark)
 	case EventBarrier:
 		dst = codec.Int64.Append(dst, b.Event.Checkpoint)
+	case EventSuperstep:
+		dst = codec.Int64.Append(dst, b.Event.Superstep)
 	case EventEndOfPartition, EventIdle, EventActive:
 	default:
 		return nil, fmt.Errorf("runtime: cannot encode event kind %d", b.Event.Kind)
@@ -288,6 +290,10 @@ func decodeBuffer[T any](c codec.Codec[T], src []byte, b *Buffer[T]) error {
 	case EventBarrier:
 		if b.Event.Checkpoint, _, err = codec.Int64.Decode(src); err != nil {
 			return fmt.Errorf("runtime: decode barrier: %w", err)
+		}
+	case EventSuperstep:
+		if b.Event.Superstep, _, err = codec.Int64.Decode(src); err != nil {
+			return fmt.Errorf("runtime: decode superstep: %w", err)
 		}
 	case EventEndOfPartition, EventIdle, EventActive:
 	default:

@@ -182,6 +182,13 @@ type Task struct {
 	ut         *unalignedTracker
 	inputs     []gateInput
 	collecting *pendingCheckpoint
+
+	// iter is the task's part in the iteration it belongs to (nil
+	// outside); iterations are the job's, by ID; shared holds what the
+	// attempt's tasks in this process share (iteration.go).
+	iter       *TaskIteration
+	iterations map[string]*superstepSync
+	shared     *sharedObjects
 }
 
 // noteInputWatermark publishes the combined input watermark for metrics.
@@ -574,9 +581,12 @@ type input[T any] struct {
 	index   int
 	valve   *valve
 	tracker *barrierTracker
-	emit    func(v T, ts int64)
-	head    interface{ EmitWatermark(int64) }
-	open    int
+	// steps aligns the ends of supersteps in a task inside an iteration;
+	// nil elsewhere.
+	steps *barrierTracker
+	emit  func(v T, ts int64)
+	head  interface{ EmitWatermark(int64) }
+	open  int
 	// release is called after a checkpoint completed the alignment, for
 	// every input of the task.
 	release func()
@@ -634,7 +644,7 @@ func (in *input[T]) handle(it queued[T]) {
 			in.q.stash[b.Channel] = append(in.q.stash[b.Channel], it)
 			return
 		}
-	} else if in.tracker.blocked(in.index, b.Channel) {
+	} else if in.tracker.blocked(in.index, b.Channel) || (in.steps != nil && in.steps.blocked(in.index, b.Channel)) {
 		in.q.stash[b.Channel] = append(in.q.stash[b.Channel], it)
 		return
 	}
@@ -660,11 +670,30 @@ func (in *input[T]) handle(it queued[T]) {
 			in.t.checkpoint(id)
 			in.release()
 		}
+	case EventSuperstep:
+		k := b.Event.Superstep
+		in.q.gate.Recycle(b)
+		// Tasks outside the iteration (what consumes its result) ignore
+		// the ends of supersteps.
+		if in.steps != nil {
+			if done := in.steps.barrier(in.index, channel, k); done != 0 {
+				in.t.endSuperstep(done)
+				in.release()
+			}
+		}
 	case EventEndOfPartition:
 		handleEvent(in.valve, b.Event, channel, in.head)
 		in.t.noteInputWatermark()
 		in.open--
 		in.q.gate.Recycle(b)
+		if in.steps != nil {
+			// An input from outside the loop must have ended before a
+			// superstep can: the loop reads all of it first.
+			if done := in.steps.end(in.index, channel); done != 0 {
+				in.t.endSuperstep(done)
+				in.release()
+			}
+		}
 		if u != nil {
 			in.t.onUnaligned(u.processed(in.index, channel, it.seq)|u.end(in.index, channel), in.index, channel, 0)
 			return
@@ -931,6 +960,9 @@ func RunOneInput[T any](t *Task, head Output[T], gate *InputGate[T]) error {
 		q := newInputQueue(gate)
 		in := &input[T]{t: t, q: q, valve: newValve(gate.NumChannels()), tracker: newBarrierTracker(t.exactlyOnce, gate.NumChannels()),
 			emit: head.Emit, head: head, open: gate.NumChannels(), release: q.release}
+		if t.iter != nil && !t.iter.head {
+			in.steps = newBarrierTracker(true, gate.NumChannels())
+		}
 		var prio chan priorityBarrier
 		if t.unaligned {
 			t.ut = newUnalignedTracker(t.alignTimeout, gate.NumChannels())
@@ -1036,6 +1068,10 @@ func RunTwoInput[A, B any](t *Task, head TwoInput[A, B], g1 *InputGate[A], g2 *I
 			head: inputSide{combined, 0}, open: g1.NumChannels(), release: release}
 		in2 := &input[B]{t: t, q: q2, index: 1, valve: newValve(g2.NumChannels()), tracker: tracker, emit: head.Emit2,
 			head: inputSide{combined, 1}, open: g2.NumChannels(), release: release}
+		if t.iter != nil && !t.iter.head {
+			steps := newBarrierTracker(true, g1.NumChannels(), g2.NumChannels())
+			in1.steps, in2.steps = steps, steps
+		}
 		if in1.open == 0 {
 			combined.wm[0] = MaxWatermark
 		}

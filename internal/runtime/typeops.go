@@ -130,4 +130,6 @@ type NodeOps struct {
 	RunHead func(t *Task, head any, gates [2]any) error
 	// Splits enumerates a source's splits; nil for other nodes.
 	Splits func(ctx context.Context, parallelism int) ([]connector.Split, error)
+	// Iteration describes the iteration a head node starts; nil elsewhere.
+	Iteration *IterationSpec
 }

@@ -81,6 +81,9 @@ const (
 	// EventBarrier is a checkpoint barrier: everything before it on the
 	// channel belongs to the checkpoint, everything after it does not.
 	EventBarrier
+	// EventSuperstep ends a superstep of an iteration (iteration.go): the
+	// channel's records of that superstep all came before it.
+	EventSuperstep
 )
 
 // Event is an in-band event. Events travel on the same channel as records,
@@ -89,6 +92,7 @@ type Event struct {
 	Kind       EventKind
 	Watermark  int64
 	Checkpoint int64
+	Superstep  int64
 }
 
 // Buffer is the unit of exchange between tasks: a batch of records with

@@ -89,6 +89,9 @@ type Writer interface {
 	// checkpoint on every channel: it overtakes the buffers queued at the
 	// consumer. With align the consumers align on it all the same.
 	PriorityBarrier(checkpointID int64, align bool)
+	// Superstep flushes and ends superstep k of an iteration on every
+	// channel.
+	Superstep(k int64)
 }
 
 // RecordWriter is the Output at the end of a chain: it batches records per
@@ -207,6 +210,11 @@ func (w *RecordWriter[T]) PriorityBarrier(id int64, align bool) {
 			w.task.abort(err)
 		}
 	}
+}
+
+// Superstep flushes and sends the end of superstep k on every channel.
+func (w *RecordWriter[T]) Superstep(k int64) {
+	w.broadcastEvent(Event{Kind: EventSuperstep, Superstep: k})
 }
 
 // EndOfPartition flushes and sends the end-of-partition event.
