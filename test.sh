@@ -63,7 +63,8 @@ echo "== deploy/kubernetes (a module of its own, so that client-go stays out of 
 (cd deploy/kubernetes && go vet ./... && go test -count=1 -timeout 15m ./...)
 
 echo "== go test -race (runtime packages)"
-go test -count=1 -race -timeout 20m ./internal/... ./stream/... ./connector/... ./codec/... ./state/... ./window/... ./nexmark/... ./config/... ./table/...
+go test -count=1 -race -timeout 20m ./internal/... ./stream/... ./connector/... ./codec/... ./state/... ./window/... ./nexmark/... ./config/... ./table/... \
+	./examples/pagerank/... ./examples/components/... ./examples/kmeans/...
 
 echo "== fuzz: every fuzzer for a bounded time (bench/fuzz/run.sh)"
 bench/fuzz/run.sh 10s

@@ -22,7 +22,7 @@ import (
 
 	"github.com/weirproject/weir/connector/file"
 	"github.com/weirproject/weir/examples/components/components"
-	"github.com/weirproject/weir/examples/internal/graphs"
+	"github.com/weirproject/weir/examples/graphs"
 	"github.com/weirproject/weir/stream"
 )
 

@@ -21,7 +21,7 @@ import (
 	"os/signal"
 
 	"github.com/weirproject/weir/connector/file"
-	"github.com/weirproject/weir/examples/internal/graphs"
+	"github.com/weirproject/weir/examples/graphs"
 	"github.com/weirproject/weir/examples/pagerank/pagerank"
 	"github.com/weirproject/weir/stream"
 )

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/weirproject/weir/config"
-	"github.com/weirproject/weir/examples/internal/graphs"
+	"github.com/weirproject/weir/examples/graphs"
 	"github.com/weirproject/weir/stream"
 )
 

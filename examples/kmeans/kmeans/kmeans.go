@@ -6,6 +6,7 @@ package kmeans
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 
@@ -133,4 +134,25 @@ func Reference(points []Point, centroids []Centroid, iterations int) ([]int, []C
 		out[i] = nearest(p, cs)
 	}
 	return out, cs
+}
+
+// Generate returns points around k centres and k starting centroids.
+// Coordinates are multiples of 1/1024 below 2^20, so that sums are exact
+// in any order and every parallelism computes the same means.
+func Generate(seed uint64, n, k int) ([]Point, []Centroid) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	grid := func(v float64) float64 { return float64(int64(v*1024)) / 1024 }
+	var points []Point
+	for i := range n {
+		cx, cy := float64(i%k)*50, float64((i%k)*(i%k))*10
+		points = append(points, Point{grid(cx + rng.NormFloat64()*8), grid(cy + rng.NormFloat64()*8)})
+	}
+	var cs []Centroid
+	for i := range k {
+		p := points[rng.IntN(len(points))]
+		cs = append(cs, Centroid{ID: i + 1, X: p.X, Y: p.Y})
+	}
+	// A centroid far from every point: its cluster stays empty.
+	cs = append(cs, Centroid{ID: k + 1, X: 1e5, Y: 1e5})
+	return points, cs
 }

@@ -3,7 +3,6 @@ package kmeans
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -11,29 +10,8 @@ import (
 	"github.com/weirproject/weir/stream"
 )
 
-// generate returns points around k centres and k starting centroids.
-// Coordinates are multiples of 1/1024 below 2^20, so that sums are exact
-// in any order and every parallelism computes the same means.
-func generate(seed uint64, n, k int) ([]Point, []Centroid) {
-	rng := rand.New(rand.NewPCG(seed, 7))
-	grid := func(v float64) float64 { return float64(int64(v*1024)) / 1024 }
-	var points []Point
-	for i := range n {
-		cx, cy := float64(i%k)*50, float64((i%k)*(i%k))*10
-		points = append(points, Point{grid(cx + rng.NormFloat64()*8), grid(cy + rng.NormFloat64()*8)})
-	}
-	var cs []Centroid
-	for i := range k {
-		p := points[rng.IntN(len(points))]
-		cs = append(cs, Centroid{ID: i + 1, X: p.X, Y: p.Y})
-	}
-	// A centroid far from every point: its cluster stays empty.
-	cs = append(cs, Centroid{ID: k + 1, X: 1e5, Y: 1e5})
-	return points, cs
-}
-
 func TestKMeansEqualsReference(t *testing.T) {
-	points, cs := generate(3, 2000, 5)
+	points, cs := Generate(3, 2000, 5)
 	for _, iterations := range []int{1, 10} {
 		want, _ := Reference(points, cs, iterations)
 		wantOf := make(map[Point]int)

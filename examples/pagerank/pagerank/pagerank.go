@@ -6,7 +6,7 @@ package pagerank
 import (
 	"strconv"
 
-	"github.com/weirproject/weir/examples/internal/graphs"
+	"github.com/weirproject/weir/examples/graphs"
 	"github.com/weirproject/weir/stream"
 )
 
