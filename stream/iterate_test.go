@@ -185,3 +185,62 @@ func TestAggregatorOutsideItsLoop(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestIterateStreamCollatz feeds numbers back until they reach 1 and
+// counts the steps of each: a record goes round the loop many times.
+func TestIterateStreamCollatz(t *testing.T) {
+	type num struct{ Start, V, Steps int64 }
+	steps := func(v int64) int64 {
+		n := int64(0)
+		for v != 1 {
+			if v%2 == 0 {
+				v /= 2
+			} else {
+				v = 3*v + 1
+			}
+			n++
+		}
+		return n
+	}
+	for _, p := range []int{1, 2} {
+		env := newEnv(t, p)
+		var in []num
+		for v := int64(1); v <= 300; v++ {
+			in = append(in, num{v, v, 0})
+		}
+		it := stream.IterateStream(stream.FromSlice(env, in), 200*time.Millisecond)
+		next := stream.Map(it.Stream, func(n num) num {
+			if n.V == 1 {
+				return n
+			}
+			if n.V%2 == 0 {
+				n.V /= 2
+			} else {
+				n.V = 3*n.V + 1
+			}
+			n.Steps++
+			return n
+		}).Rebalance()
+		done := next.Filter(func(n num) bool { return n.V == 1 })
+		it.CloseWith(next.Filter(func(n num) bool { return n.V != 1 }))
+		got := stream.Collect(done)
+		if err := execute(t, env); err != nil {
+			t.Fatal(err)
+		}
+		vs := got.Values()
+		if len(vs) != len(in) {
+			t.Fatalf("p=%d: %d results, want %d", p, len(vs), len(in))
+		}
+		for _, n := range vs {
+			if n.Steps != steps(n.Start) {
+				t.Fatalf("p=%d: %d took %d steps, want %d", p, n.Start, n.Steps, steps(n.Start))
+			}
+		}
+	}
+	env := newEnv(t, 1, "execution.checkpointing.interval", "1s")
+	it := stream.IterateStream(stream.FromSlice(env, []int64{1}), time.Second)
+	it.CloseWith(it.Filter(func(int64) bool { return false }))
+	if err := execute(t, env); err == nil || !strings.Contains(err.Error(), "iterations take no checkpoints") {
+		t.Fatalf("checkpoints with a streaming iteration: err = %v", err)
+	}
+}

@@ -449,3 +449,8 @@ func (d *deployer) iterations(a *attempt, sg *graph.StreamGraph) (func(*graph.Jo
 	}
 	return func(v *graph.JobVertex) *superstepSync { return a.iterations[of(v)] }, nil
 }
+
+// FlushOutputs sends what the task's record writers hold: an operator
+// that keeps the task busy (a streaming iteration's head waiting for
+// feedback) flushes this way instead of the task loop's timer.
+func (t *Task) FlushOutputs() { t.flush() }
