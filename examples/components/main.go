@@ -13,14 +13,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 
-	"github.com/weirproject/weir/connector/file"
 	"github.com/weirproject/weir/examples/components/components"
 	"github.com/weirproject/weir/examples/graphs"
 	"github.com/weirproject/weir/stream"
@@ -39,14 +36,7 @@ func main() {
 	}
 	env.SetRuntimeMode(stream.Batch)
 	comps := components.Build(env, graphs.ReadEdges(env, *input), *maxSupersteps)
-	if *output != "" {
-		stream.SinkTo(comps, file.Text[components.Component](*output, nil), "files")
-	} else {
-		stream.Print(comps)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := env.Execute(ctx, "ConnectedComponents"); err != nil {
+	if err := graphs.Run(env, comps, *output, "ConnectedComponents"); err != nil {
 		fail(1, err)
 	}
 }

@@ -1,13 +1,16 @@
-// Package graphs holds what the graph examples (pagerank, components)
-// share: the edge format, reading edge files into a stream, writing
-// results, and generated graphs for their tests and benchmarks.
+// Package graphs holds what the iteration examples (pagerank,
+// components, kmeans) share: the edge format, reading edge files into a
+// stream, generated graphs for their tests and benchmarks, and running a
+// job that writes its results.
 package graphs
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 
@@ -110,4 +113,18 @@ func WriteEdges(path string, edges []Edge) error {
 		return err
 	}
 	return f.Close()
+}
+
+// Run writes results to part files under output (to stdout when output
+// is empty) and executes the job until it ends or Ctrl-C: the end of the
+// iteration examples' programs.
+func Run[T any](env *stream.Environment, results *stream.Stream[T], output, jobName string) error {
+	if output != "" {
+		stream.SinkTo(results, file.Text[T](output, nil), "files")
+	} else {
+		stream.Print(results)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return env.Execute(ctx, jobName)
 }

@@ -13,16 +13,15 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 
 	"github.com/weirproject/weir/connector/file"
+	"github.com/weirproject/weir/examples/graphs"
 	"github.com/weirproject/weir/examples/kmeans/kmeans"
 	"github.com/weirproject/weir/stream"
 )
@@ -58,14 +57,7 @@ func main() {
 		return nil
 	})).Name("parse points")
 	assigned := kmeans.Build(env, points, stream.FromSlice(env, centroids), *iterations)
-	if *output != "" {
-		stream.SinkTo(assigned, file.Text[kmeans.Assigned](*output, nil), "files")
-	} else {
-		stream.Print(assigned)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := env.Execute(ctx, "KMeans"); err != nil {
+	if err := graphs.Run(env, assigned, *output, "KMeans"); err != nil {
 		fail(1, err)
 	}
 }

@@ -13,14 +13,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 
-	"github.com/weirproject/weir/connector/file"
 	"github.com/weirproject/weir/examples/graphs"
 	"github.com/weirproject/weir/examples/pagerank/pagerank"
 	"github.com/weirproject/weir/stream"
@@ -39,14 +36,7 @@ func main() {
 	}
 	env.SetRuntimeMode(stream.Batch)
 	ranks := pagerank.Build(env, graphs.ReadEdges(env, *input), *iterations)
-	if *output != "" {
-		stream.SinkTo(ranks, file.Text[pagerank.Rank](*output, nil), "files")
-	} else {
-		stream.Print(ranks)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := env.Execute(ctx, "PageRank"); err != nil {
+	if err := graphs.Run(env, ranks, *output, "PageRank"); err != nil {
 		fail(1, err)
 	}
 }

@@ -102,13 +102,9 @@ func (s *superstepSync) expected(k int64) int {
 // aggregates (nil for none).
 func (s *superstepSync) report(k int64, local []any) error {
 	if s.forward != nil {
-		enc := make([][]byte, len(local))
-		for i, v := range local {
-			b, err := s.spec.Aggregators[i].Encode(v)
-			if err != nil {
-				return fmt.Errorf("iteration %s: encode aggregator %q: %w", s.spec.ID, s.spec.Aggregators[i].Name, err)
-			}
-			enc[i] = b
+		enc, err := s.encode(local)
+		if err != nil {
+			return err
 		}
 		return s.forward(k, enc)
 	}
@@ -120,15 +116,43 @@ func (s *superstepSync) addEncoded(k int64, enc [][]byte) error {
 	if len(enc) != 0 && len(enc) != len(s.spec.Aggregators) {
 		return fmt.Errorf("iteration %s: a report of superstep %d with %d aggregates, not %d", s.spec.ID, k, len(enc), len(s.spec.Aggregators))
 	}
-	local := make([]any, len(enc))
-	for i, b := range enc {
-		v, err := s.spec.Aggregators[i].Decode(b)
-		if err != nil {
-			return fmt.Errorf("iteration %s: decode aggregator %q: %w", s.spec.ID, s.spec.Aggregators[i].Name, err)
-		}
-		local[i] = v
+	local, err := s.decode(enc)
+	if err != nil {
+		return err
 	}
 	return s.add(k, local)
+}
+
+// encode encodes aggregator values for another process; an accumulator
+// the task never touched (nil) travels as nothing.
+func (s *superstepSync) encode(vals []any) ([][]byte, error) {
+	enc := make([][]byte, len(vals))
+	for i, v := range vals {
+		if v == nil {
+			continue
+		}
+		b, err := s.spec.Aggregators[i].Encode(v)
+		if err != nil {
+			return nil, fmt.Errorf("iteration %s: encode aggregator %q: %w", s.spec.ID, s.spec.Aggregators[i].Name, err)
+		}
+		enc[i] = b
+	}
+	return enc, nil
+}
+
+func (s *superstepSync) decode(enc [][]byte) ([]any, error) {
+	vals := make([]any, len(enc))
+	for i, b := range enc {
+		if len(b) == 0 {
+			continue
+		}
+		v, err := s.spec.Aggregators[i].Decode(b)
+		if err != nil {
+			return nil, fmt.Errorf("iteration %s: decode aggregator %q: %w", s.spec.ID, s.spec.Aggregators[i].Name, err)
+		}
+		vals[i] = v
+	}
+	return vals, nil
 }
 
 func (s *superstepSync) add(k int64, local []any) error {
@@ -186,30 +210,19 @@ func (s *superstepSync) decide(d *SuperstepDecision) {
 
 // decodeDecision is a follower's side of the leader's decision.
 func (s *superstepSync) decodeDecision(k int64, terminate bool, enc [][]byte) (*SuperstepDecision, error) {
-	d := &SuperstepDecision{Superstep: k, Terminate: terminate, Aggregates: make([]any, len(s.spec.Aggregators))}
 	if len(enc) != len(s.spec.Aggregators) {
 		return nil, fmt.Errorf("iteration %s: a decision with %d aggregates, not %d", s.spec.ID, len(enc), len(s.spec.Aggregators))
 	}
-	for i, b := range enc {
-		v, err := s.spec.Aggregators[i].Decode(b)
-		if err != nil {
-			return nil, fmt.Errorf("iteration %s: decode aggregator %q: %w", s.spec.ID, s.spec.Aggregators[i].Name, err)
-		}
-		d.Aggregates[i] = v
+	vals, err := s.decode(enc)
+	if err != nil {
+		return nil, err
 	}
-	return d, nil
-}
-
-func (s *superstepSync) encodeDecision(d *SuperstepDecision) ([][]byte, error) {
-	enc := make([][]byte, len(d.Aggregates))
-	for i, v := range d.Aggregates {
-		b, err := s.spec.Aggregators[i].Encode(v)
-		if err != nil {
-			return nil, fmt.Errorf("iteration %s: encode aggregator %q: %w", s.spec.ID, s.spec.Aggregators[i].Name, err)
+	for i, v := range vals {
+		if v == nil {
+			vals[i] = s.spec.Aggregators[i].New()
 		}
-		enc[i] = b
 	}
-	return enc, nil
+	return &SuperstepDecision{Superstep: k, Terminate: terminate, Aggregates: vals}, nil
 }
 
 // wait returns the decision taken after superstep k, or the final one if
@@ -433,7 +446,7 @@ func (d *deployer) iterations(a *attempt, sg *graph.StreamGraph) (func(*graph.Jo
 		} else if len(a.links) > 0 {
 			links := a.links
 			s.broadcast = func(dec *SuperstepDecision) error {
-				enc, err := s.encodeDecision(dec)
+				enc, err := s.encode(dec.Aggregates)
 				if err != nil {
 					return err
 				}
