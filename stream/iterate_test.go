@@ -2,6 +2,7 @@ package stream_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -242,5 +243,47 @@ func TestIterateStreamCollatz(t *testing.T) {
 	it.CloseWith(it.Filter(func(int64) bool { return false }))
 	if err := execute(t, env); err == nil || !strings.Contains(err.Error(), "iterations take no checkpoints") {
 		t.Fatalf("checkpoints with a streaming iteration: err = %v", err)
+	}
+}
+
+// TestIterateRestartsAfterFailure fails a loop task in the third
+// superstep of the first attempt: the job restarts from the beginning
+// (iterations take no checkpoints) and the result is the failure-free
+// one.
+func TestIterateRestartsAfterFailure(t *testing.T) {
+	env := newEnv(t, 2, "restart-strategy.type", "fixed-delay",
+		"restart-strategy.fixed-delay.attempts", "2", "restart-strategy.fixed-delay.delay", "10ms")
+	var in []int64
+	for v := range int64(500) {
+		in = append(in, v)
+	}
+	out := stream.Collect(stream.Iterate(stream.FromSlice(env, in), 5, func(_ *stream.Iteration, p *stream.Stream[int64]) *stream.Stream[int64] {
+		return stream.Process(p, stream.ProcessFunc[int64, int64](func(v int64, ctx *stream.Context, out stream.Collector[int64]) error {
+			if ctx.Attempt() == 0 && stream.Superstep(ctx) == 3 && ctx.Subtask() == 1 {
+				return errors.New("injected failure")
+			}
+			out.Collect(v + 1)
+			return nil
+		}))
+	}))
+	client, err := env.ExecuteAsync(context.Background(), t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if client.Restarts() != 1 {
+		t.Errorf("%d restarts, want 1", client.Restarts())
+	}
+	got := out.Values()
+	slices.Sort(got)
+	for i, v := range got {
+		if v != int64(i)+5 {
+			t.Fatalf("result %d is %d, want %d (%d results)", i, v, i+5, len(got))
+		}
+	}
+	if len(got) != len(in) {
+		t.Fatalf("%d results, want %d", len(got), len(in))
 	}
 }
