@@ -292,6 +292,12 @@ var (
 		"Block cache of each pebble store (one per keyed operator subtask): the SST blocks, index and filter "+
 			"blocks read most recently. Too small a cache makes state reads go to the file system.")
 
+	ManagedMemorySize = memoryOption("taskmanager.memory.managed.size", 256<<20, 1<<20,
+		"Memory budget of the operators that gather their whole input in batch mode (Reduce, Sum, Min, Max and "+
+			"their kin), shared by all of them in a process: past its share an operator sorts what it holds, "+
+			"writes it to a run file under io.tmp.dirs and starts afresh, and merges the runs when its input "+
+			"ends, so that input far larger than memory runs.")
+
 	TmpDirs = stringOption("io.tmp.dirs", "",
 		"Local directory for the working files of operators, such as the pebble state backend's stores. "+
 			"Empty uses the system's temporary directory.")
@@ -373,6 +379,7 @@ var catalog = []catalogOption{
 	StateFileThreshold,
 	IncrementalCheckpoints,
 	PebbleBlockCacheSize,
+	ManagedMemorySize,
 	TmpDirs,
 	JobManagerStorageMaxSize,
 	RestartStrategy,

@@ -6,3 +6,6 @@ import "github.com/weirproject/weir/internal/runtime"
 // several workers, as worker mode does; tests run the workers in one
 // process.
 func SetDistribution(env *Environment, d *runtime.Distribution) { env.distribution = d }
+
+// SpilledRuns counts the run files batch reduces wrote in this process.
+func SpilledRuns() int64 { return spilledRuns.Load() }

@@ -80,6 +80,9 @@ func (ks *KeyedStream[K, T]) reduceInPlace(update func(acc, v *T)) *Stream[T] {
 			return op, nil
 		}
 		op := &reduceOp[K, T]{oc: oc, key: ks.key, hash: ks.hasher, update: update, out: out, batch: oc.Batch, index: make(map[K]int32)}
+		if oc.Batch {
+			op.spill = newSpiller(oc, ks.key, update)
+		}
 		oc.Register(op)
 		oc.Gauge("stateEntries", func() int64 { return int64(len(op.index)) })
 		return op, nil
@@ -158,6 +161,9 @@ type reduceOp[K comparable, T any] struct {
 	batch  bool
 	// superstep: results are per superstep of an iteration.
 	superstep bool
+	// spill, in batch mode, writes the results to sorted runs on disk
+	// when they outgrow the operator's share of managed memory.
+	spill *spiller[K, T]
 	index     map[K]int32
 	results   []T
 	// scratch holds the incoming record, so that update can take its
@@ -176,6 +182,15 @@ func (r *reduceOp[K, T]) Emit(v T, ts int64) {
 		i = int32(len(r.results))
 		r.results = append(r.results, v)
 		r.index[k] = i
+		if r.spill != nil && r.spill.added(&r.results[i]) {
+			if err := r.spill.spill(r.results); err != nil {
+				r.oc.Fail(err)
+			}
+			clear(r.index)
+			clear(r.results)
+			r.results = r.results[:0]
+			return
+		}
 	}
 	if !r.batch {
 		r.out.Emit(r.results[i], ts)
@@ -188,6 +203,12 @@ func (r *reduceOp[K, T]) EmitWatermarkStatus(idle bool) { runtime.EmitStatus(r.o
 func (r *reduceOp[K, T]) Open() error { return nil }
 
 func (r *reduceOp[K, T]) Finish() error {
+	if r.spill != nil && len(r.spill.runs) > 0 {
+		rest := r.results
+		r.results = nil
+		clear(r.index)
+		return r.spill.merge(rest, func(v T) { r.out.Emit(v, runtime.NoTimestamp) })
+	}
 	if r.batch {
 		for _, v := range r.results {
 			r.out.Emit(v, runtime.NoTimestamp)
