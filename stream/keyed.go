@@ -163,9 +163,9 @@ type reduceOp[K comparable, T any] struct {
 	superstep bool
 	// spill, in batch mode, writes the results to sorted runs on disk
 	// when they outgrow the operator's share of managed memory.
-	spill *spiller[K, T]
-	index     map[K]int32
-	results   []T
+	spill   *spiller[K, T]
+	index   map[K]int32
+	results []T
 	// scratch holds the incoming record, so that update can take its
 	// address without the record escaping to the heap.
 	scratch T
