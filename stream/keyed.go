@@ -203,7 +203,7 @@ func (r *reduceOp[K, T]) EmitWatermarkStatus(idle bool) { runtime.EmitStatus(r.o
 func (r *reduceOp[K, T]) Open() error { return nil }
 
 func (r *reduceOp[K, T]) Finish() error {
-	if r.spill != nil && len(r.spill.runs) > 0 {
+	if r.spill != nil && len(r.spill.runs.files) > 0 {
 		rest := r.results
 		r.results = nil
 		clear(r.index)

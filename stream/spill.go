@@ -68,7 +68,7 @@ type spiller[K comparable, T any] struct {
 	update func(acc, v *T)
 	// used estimates the bytes the in-memory results take.
 	used    int64
-	runs    []*os.File
+	runs    *runSet
 	scratch []byte
 	spilled int64
 }
@@ -84,9 +84,8 @@ func newSpiller[K comparable, T any](oc *runtime.OperatorContext, key func(T) K,
 	if err != nil {
 		return nil
 	}
-	s := &spiller[K, T]{oc: oc, mem: managedMemoryOf(oc), kc: kc, tc: tc, key: key, update: update}
+	s := &spiller[K, T]{oc: oc, mem: managedMemoryOf(oc), kc: kc, tc: tc, key: key, update: update, runs: newRunSet(oc)}
 	s.mem.register()
-	oc.OnCleanup(s.removeRuns)
 	oc.Gauge("spilledBytes", func() int64 { return s.spilled })
 	return s
 }
@@ -101,33 +100,67 @@ func (s *spiller[K, T]) added(v *T) bool {
 
 // spill writes results sorted by encoded key to a new run file.
 func (s *spiller[K, T]) spill(results []T) error {
-	type entry struct{ key, val []byte }
+	entries, n := encodeEntries(results, s.kc, s.tc, s.key)
+	if err := s.runs.write(entries); err != nil {
+		return err
+	}
+	s.spilled += int64(n)
+	s.used = 0
+	return nil
+}
+
+func (s *spiller[K, T]) removeRuns() { s.runs.remove() }
+
+// runEntry is a record encoded for a run: its key and itself.
+type runEntry struct{ key, val []byte }
+
+// encodeEntries encodes records into one arena and returns them sorted
+// by encoded key, with the arena's size.
+func encodeEntries[K, T any](records []T, kc codec.Codec[K], tc codec.Codec[T], key func(T) K) ([]runEntry, int) {
 	var arena []byte
-	entries := make([]entry, len(results))
-	for i := range results {
+	bounds := make([][2]int, len(records))
+	for i := range records {
 		start := len(arena)
-		arena = s.kc.Append(arena, s.key(results[i]))
+		arena = kc.Append(arena, key(records[i]))
 		mid := len(arena)
-		arena = s.tc.Append(arena, results[i])
-		entries[i] = entry{key: arena[start:mid:mid], val: arena[mid:]}
+		arena = tc.Append(arena, records[i])
+		bounds[i] = [2]int{start, mid}
 	}
-	// The arena may have moved while it grew: slice it again.
-	off := 0
-	for i := range entries {
-		kl, vl := len(entries[i].key), len(entries[i].val)
-		entries[i] = entry{key: arena[off : off+kl : off+kl], val: arena[off+kl : off+kl+vl : off+kl+vl]}
-		off += kl + vl
+	entries := make([]runEntry, len(records))
+	for i, b := range bounds {
+		end := len(arena)
+		if i+1 < len(bounds) {
+			end = bounds[i+1][0]
+		}
+		entries[i] = runEntry{key: arena[b[0]:b[1]:b[1]], val: arena[b[1]:end:end]}
 	}
-	slices.SortFunc(entries, func(a, b entry) int { return bytes.Compare(a.key, b.key) })
-	dir := config.TmpDirs.Get(s.oc.Config)
+	slices.SortStableFunc(entries, func(a, b runEntry) int { return bytes.Compare(a.key, b.key) })
+	return entries, len(arena)
+}
+
+// runSet is the run files of one operator input, under io.tmp.dirs.
+type runSet struct {
+	dir   string
+	files []*os.File
+}
+
+func newRunSet(oc *runtime.OperatorContext) *runSet {
+	dir := config.TmpDirs.Get(oc.Config)
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	f, err := os.CreateTemp(dir, "weir-spill-")
+	r := &runSet{dir: dir}
+	oc.OnCleanup(r.remove)
+	return r
+}
+
+// write writes sorted entries to a new run file.
+func (r *runSet) write(entries []runEntry) error {
+	f, err := os.CreateTemp(r.dir, "weir-spill-")
 	if err != nil {
-		return fmt.Errorf("spill to %s: %w", dir, err)
+		return fmt.Errorf("spill to %s: %w", r.dir, err)
 	}
-	s.runs = append(s.runs, f)
+	r.files = append(r.files, f)
 	w := bufio.NewWriterSize(f, 256<<10)
 	var hdr []byte
 	for _, e := range entries {
@@ -142,28 +175,91 @@ func (s *spiller[K, T]) spill(results []T) error {
 	if err := w.Flush(); err != nil {
 		return fmt.Errorf("spill to %s: %w", f.Name(), err)
 	}
-	s.spilled += int64(len(arena))
-	s.used = 0
 	spilledRuns.Add(1)
 	return nil
 }
 
-func (s *spiller[K, T]) removeRuns() {
-	for _, f := range s.runs {
+func (r *runSet) remove() {
+	for _, f := range r.files {
 		f.Close()
 		os.Remove(f.Name())
 	}
-	s.runs = nil
+	r.files = nil
 }
 
-// runReader reads one run's entries in key order.
+// merged returns the entries of every run and of mem (sorted, in memory)
+// in key order; entries of equal keys come run by run, mem last.
+func (r *runSet) merged(mem []runEntry) (*runMerger, error) {
+	m := &runMerger{}
+	for i, f := range r.files {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return nil, err
+		}
+		rd := &runReader{r: bufio.NewReaderSize(f, 64<<10), index: i, name: f.Name()}
+		ok, err := rd.next()
+		if err != nil {
+			return nil, fmt.Errorf("read spilled run %s: %w", f.Name(), err)
+		}
+		if ok {
+			m.h = append(m.h, rd)
+		}
+	}
+	if len(mem) > 0 {
+		rd := &runReader{mem: mem, index: len(r.files)}
+		rd.next()
+		m.h = append(m.h, rd)
+	}
+	heap.Init(&m.h)
+	return m, nil
+}
+
+// runMerger yields entries in key order.
+type runMerger struct {
+	h   runHeap
+	cur *runReader
+}
+
+// next advances to the next entry; key and val stay valid until the
+// following call.
+func (m *runMerger) next() (key, val []byte, ok bool, err error) {
+	if m.cur != nil {
+		more, err := m.cur.next()
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("read spilled run %s: %w", m.cur.name, err)
+		}
+		if more {
+			heap.Fix(&m.h, 0)
+		} else {
+			heap.Pop(&m.h)
+		}
+		m.cur = nil
+	}
+	if m.h.Len() == 0 {
+		return nil, nil, false, nil
+	}
+	m.cur = m.h[0]
+	return m.cur.key, m.cur.val, true, nil
+}
+
+// runReader reads one run's entries in key order, from its file or,
+// for what never left memory, from mem.
 type runReader struct {
 	r        *bufio.Reader
+	mem      []runEntry
 	key, val []byte
 	index    int
+	name     string
 }
 
 func (r *runReader) next() (bool, error) {
+	if r.r == nil {
+		if len(r.mem) == 0 {
+			return false, nil
+		}
+		r.key, r.val = r.mem[0].key, r.mem[0].val
+		r.mem = r.mem[1:]
+		return true, nil
+	}
 	kl, err := binary.ReadUvarint(r.r)
 	if err == io.EOF {
 		return false, nil
@@ -204,60 +300,40 @@ func (h *runHeap) Pop() any {
 	return x
 }
 
-// merge spills what is left in memory, then merges every run and emits
-// one combined result per key.
+// merge merges every run with what is left in memory and emits one
+// combined result per key.
 func (s *spiller[K, T]) merge(rest []T, emit func(T)) error {
-	if len(rest) > 0 {
-		if err := s.spill(rest); err != nil {
-			return err
-		}
+	mem, _ := encodeEntries(rest, s.kc, s.tc, s.key)
+	m, err := s.runs.merged(mem)
+	if err != nil {
+		return err
 	}
-	h := make(runHeap, 0, len(s.runs))
-	for i, f := range s.runs {
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
-		r := &runReader{r: bufio.NewReaderSize(f, 64<<10), index: i}
-		ok, err := r.next()
-		if err != nil {
-			return fmt.Errorf("read spilled run %s: %w", f.Name(), err)
-		}
-		if ok {
-			h = append(h, r)
-		}
-	}
-	heap.Init(&h)
 	var cur []byte
 	var acc, v T
 	have := false
-	for h.Len() > 0 {
-		r := h[0]
-		if have && bytes.Equal(r.key, cur) {
-			var err error
-			if v, _, err = s.tc.Decode(r.val); err != nil {
+	for {
+		key, val, ok, err := m.next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		if have && bytes.Equal(key, cur) {
+			if v, _, err = s.tc.Decode(val); err != nil {
 				return fmt.Errorf("read spilled run: %w", err)
 			}
 			s.update(&acc, &v)
-		} else {
-			if have {
-				emit(acc)
-			}
-			var err error
-			if acc, _, err = s.tc.Decode(r.val); err != nil {
-				return fmt.Errorf("read spilled run: %w", err)
-			}
-			cur = append(cur[:0], r.key...)
-			have = true
+			continue
 		}
-		ok, err := r.next()
-		if err != nil {
-			return fmt.Errorf("read spilled run %s: %w", s.runs[r.index].Name(), err)
+		if have {
+			emit(acc)
 		}
-		if ok {
-			heap.Fix(&h, 0)
-		} else {
-			heap.Pop(&h)
+		if acc, _, err = s.tc.Decode(val); err != nil {
+			return fmt.Errorf("read spilled run: %w", err)
 		}
+		cur = append(cur[:0], key...)
+		have = true
 	}
 	if have {
 		emit(acc)
