@@ -22,9 +22,11 @@ import (
 // (each twice, 54 MB of text) under a managed-memory budget of 8 MiB, a
 // seventh of the input: the counts are right, and the process's peak
 // resident memory (the kernel's, from wait4) stays under the budget plus
-// 128 MiB of overhead (the Go runtime, the exchange's buffers, the lines
+// 192 MiB of overhead (the Go runtime, the exchange's buffers, the lines
 // that the words held in memory still point into, the garbage collector's
-// headroom), and under half of what the same run takes without a budget
+// headroom, which grows when other processes keep the collector from
+// running: 110 MiB alone, up to 160 MiB beside other test binaries), and
+// under half of what the same run takes without a budget
 // that binds.
 func TestBatchWordCountLargerThanMemory(t *testing.T) {
 	if testing.Short() {
@@ -82,12 +84,12 @@ func TestBatchWordCountLargerThanMemory(t *testing.T) {
 		}
 		return cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
 	}
-	const budget, overhead = 8 << 20, 128 << 20
+	const budget, overhead = 8 << 20, 192 << 20
 	spilled := run("8m")
 	unbounded := run("2g")
 	t.Logf("peak RSS: %d MiB under an 8 MiB budget, %d MiB without spilling", spilled>>20, unbounded>>20)
 	if spilled > budget+overhead {
-		t.Errorf("peak RSS %d MiB, want at most the budget (8 MiB) + 128 MiB", spilled>>20)
+		t.Errorf("peak RSS %d MiB, want at most the budget (8 MiB) + 192 MiB", spilled>>20)
 	}
 	if spilled > unbounded/2 {
 		t.Errorf("peak RSS %d MiB with spilling, %d MiB without: want less than half", spilled>>20, unbounded>>20)
