@@ -291,6 +291,7 @@ func TestCatalog(t *testing.T) {
 		"rest.address":                                                     "127.0.0.1",
 		"rest.port":                                                        "8081",
 		"taskmanager.bind-host":                                            "127.0.0.1",
+		"taskmanager.memory.managed.size":                                  "256 mb",
 		"taskmanager.host":                                                 "",
 		"taskmanager.rpc.port":                                             "0",
 		"taskmanager.resource-id":                                          "",
