@@ -439,7 +439,16 @@ func (d *deployer) runAttempt(ctx context.Context, a *attempt) error {
 					a.exits <- taskExit{index: t.index, err: err}
 				}
 			}()
-			defer close(t.done)
+			defer func() {
+				// Only a task that finished and returned cleanly stands
+				// for a finished snapshot once it exited: a checkpoint
+				// started in the moment between a task's failure and the
+				// attempt's cancellation must not record it as finished,
+				// or a restore from that checkpoint would deploy it
+				// finished while its inputs are not.
+				t.exitedFinished = err == nil && t.finished
+				close(t.done)
+			}()
 			// CPU profiles of the worker attribute samples to tasks
 			// (flame graphs per vertex); goroutines the task starts
 			// inherit the labels.
@@ -663,8 +672,11 @@ func (c *coordinator) run(ctx context.Context) error {
 			switch {
 			case isClosed(h.done()):
 				// It exited after its final checkpoint: nothing of it is
-				// left to snapshot.
-				cur.acks[i] = h.finishedSnapshot()
+				// left to snapshot. One that failed instead acknowledges
+				// nothing, and the checkpoint does not complete.
+				if h.exitedFinished() {
+					cur.acks[i] = h.finishedSnapshot()
+				}
 			case h.isSource() || waiting[i]:
 				trigger(i, cur.id, drain)
 			}

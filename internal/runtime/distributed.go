@@ -291,6 +291,9 @@ type taskHandle interface {
 	// finishedSnapshot stands for the subtask after it exited following
 	// its final checkpoint.
 	finishedSnapshot() *TaskSnapshot
+	// exitedFinished reports, once done is closed, whether the subtask
+	// finished and returned cleanly rather than failed.
+	exitedFinished() bool
 	// done is closed when the subtask's goroutine returned.
 	done() <-chan struct{}
 	// name names the subtask in messages.
@@ -323,6 +326,7 @@ func (h localHandle) releaseFinal()                   { h.t.send(h.t.releaseFina
 func (h localHandle) isSource() bool                  { return h.t.isSource }
 func (h localHandle) finishedSnapshot() *TaskSnapshot { return finishedSnapshot(h.t) }
 func (h localHandle) done() <-chan struct{}           { return h.t.done }
+func (h localHandle) exitedFinished() bool            { return h.t.exitedFinished }
 func (h localHandle) name() string                    { return h.t.Name() }
 
 // remoteHandle is a subtask of another worker. Failed sends are not
@@ -359,8 +363,12 @@ func (h *remoteHandle) finishedSnapshot() *TaskSnapshot {
 	return &s
 }
 func (h *remoteHandle) done() <-chan struct{} { return h.exited }
-func (h *remoteHandle) name() string          { return h.taskName }
-func (h *remoteHandle) markDone()             { h.once.Do(func() { close(h.exited) }) }
+
+// exitedFinished: a remote subtask's handle is done only after a clean
+// exit ("done" without an error, or an exited acknowledgement).
+func (h *remoteHandle) exitedFinished() bool { return true }
+func (h *remoteHandle) name() string         { return h.taskName }
+func (h *remoteHandle) markDone()            { h.once.Do(func() { close(h.exited) }) }
 
 // taskExit reports a task's end to a worker's forwarder.
 type taskExit struct {

@@ -111,8 +111,11 @@ type Task struct {
 	// finished is set once the task's input ended and its operators
 	// finished; finalCheckpoint is the first checkpoint it took after
 	// that, committed the latest checkpoint it was told completed.
-	finished        bool
-	released        bool
+	finished bool
+	released bool
+	// exitedFinished is set before done is closed: the task finished and
+	// returned without error.
+	exitedFinished  bool
 	finalCheckpoint int64
 	committed       int64
 	lastCheckpoint  int64
