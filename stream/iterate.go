@@ -343,9 +343,8 @@ func (h *bulkHead[T]) Finish() error {
 // tailOp gathers a subtask's output of a superstep and hands it to the
 // head at the superstep's end.
 type tailOp[T any] struct {
-	fb   *feedback[T]
-	buf  []T
-	seen int
+	fb  *feedback[T]
+	buf []T
 	// count, when set, counts the records (a delta iteration's workset).
 	count func(n int)
 }

@@ -75,14 +75,20 @@ func feedbackQueueOf[T any](oc *runtime.OperatorContext, id string) *feedbackQue
 	return oc.Task.Shared(key, func() any { return &feedbackQueue[T]{signal: make(chan struct{}, 1)} }).(*feedbackQueue[T])
 }
 
+// push adds a record; only the first record of an empty queue signals,
+// so that the record path sends on no channel while the head has not
+// drained yet.
 func (q *feedbackQueue[T]) push(v T, ts int64) {
 	q.mu.Lock()
+	first := len(q.vs) == 0
 	q.vs = append(q.vs, v)
 	q.ts = append(q.ts, ts)
 	q.mu.Unlock()
-	select {
-	case q.signal <- struct{}{}:
-	default:
+	if first {
+		select {
+		case q.signal <- struct{}{}:
+		default:
+		}
 	}
 }
 
