@@ -38,15 +38,14 @@ func SortMergeJoin[K comparable, A, B, O any](left *KeyedStream[K, A], right *Ke
 // sortedInput gathers one input of a batch operator, sorted by encoded
 // key at the end, spilling sorted runs past its memory share.
 type sortedInput[K comparable, T any] struct {
-	oc      *runtime.OperatorContext
-	mem     *managedMemory
-	kc      codec.Codec[K]
-	tc      codec.Codec[T]
-	key     func(T) K
-	records []T
-	used    int64
-	runs    *runSet
-	scratch []byte
+	oc   *runtime.OperatorContext
+	mem  *managedMemory
+	kc   codec.Codec[K]
+	tc   codec.Codec[T]
+	key  func(T) K
+	recs encodedRecords
+	used int64
+	runs *runSet
 }
 
 func newSortedInput[K comparable, T any](oc *runtime.OperatorContext, kc codec.Codec[K], key func(T) K) (*sortedInput[K, T], error) {
@@ -59,26 +58,23 @@ func newSortedInput[K comparable, T any](oc *runtime.OperatorContext, kc codec.C
 	return s, nil
 }
 
+// add encodes v once: the encoded record is what it holds, sorts and
+// spills.
 func (s *sortedInput[K, T]) add(v T) {
-	s.records = append(s.records, v)
-	s.scratch = s.tc.Append(s.scratch[:0], v)
-	s.used += int64(len(s.scratch)) + entryOverhead
+	s.used += int64(appendRecord(&s.recs, s.kc, s.tc, s.key, v)) + entryOverhead
 	if s.used > s.mem.share() {
-		entries, _ := encodeEntries(s.records, s.kc, s.tc, s.key)
-		if err := s.runs.write(entries); err != nil {
+		if err := s.runs.write(s.recs.sorted()); err != nil {
 			s.oc.Fail(err)
 		}
-		clear(s.records)
-		s.records = s.records[:0]
+		s.recs.reset()
 		s.used = 0
 	}
 }
 
 // sorted returns the input in key order.
 func (s *sortedInput[K, T]) sorted() (*runMerger, error) {
-	mem, _ := encodeEntries(s.records, s.kc, s.tc, s.key)
-	clear(s.records)
-	s.records = nil
+	mem := s.recs.sorted()
+	s.recs.reset()
 	return s.runs.merged(mem)
 }
 

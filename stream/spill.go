@@ -117,26 +117,50 @@ type runEntry struct{ key, val []byte }
 // encodeEntries encodes records into one arena and returns them sorted
 // by encoded key, with the arena's size.
 func encodeEntries[K, T any](records []T, kc codec.Codec[K], tc codec.Codec[T], key func(T) K) ([]runEntry, int) {
-	var arena []byte
-	bounds := make([][2]int, len(records))
+	var e encodedRecords
 	for i := range records {
-		start := len(arena)
-		arena = kc.Append(arena, key(records[i]))
-		mid := len(arena)
-		arena = tc.Append(arena, records[i])
-		bounds[i] = [2]int{start, mid}
+		appendRecord(&e, kc, tc, key, records[i])
 	}
-	entries := make([]runEntry, len(records))
-	for i, b := range bounds {
-		end := len(arena)
-		if i+1 < len(bounds) {
-			end = bounds[i+1][0]
+	return e.sorted(), len(e.arena)
+}
+
+// encodedRecords holds records encoded once, key and value, in one
+// arena; offsets rather than slices, since the arena moves as it grows.
+type encodedRecords struct {
+	arena []byte
+	// starts holds each record's key and value offsets; a value ends
+	// where the next key starts.
+	starts [][2]int
+}
+
+// appendRecord encodes v and returns how many bytes it took.
+func appendRecord[K, T any](e *encodedRecords, kc codec.Codec[K], tc codec.Codec[T], key func(T) K, v T) int {
+	start := len(e.arena)
+	e.arena = kc.Append(e.arena, key(v))
+	mid := len(e.arena)
+	e.arena = tc.Append(e.arena, v)
+	e.starts = append(e.starts, [2]int{start, mid})
+	return len(e.arena) - start
+}
+
+// sorted returns the records by encoded key, in arrival order within a
+// key; they point into the arena, which reset must not reuse meanwhile.
+func (e *encodedRecords) sorted() []runEntry {
+	entries := make([]runEntry, len(e.starts))
+	for i, b := range e.starts {
+		end := len(e.arena)
+		if i+1 < len(e.starts) {
+			end = e.starts[i+1][0]
 		}
-		entries[i] = runEntry{key: arena[b[0]:b[1]:b[1]], val: arena[b[1]:end:end]}
+		entries[i] = runEntry{key: e.arena[b[0]:b[1]:b[1]], val: e.arena[b[1]:end:end]}
 	}
 	slices.SortStableFunc(entries, func(a, b runEntry) int { return bytes.Compare(a.key, b.key) })
-	return entries, len(arena)
+	return entries
 }
+
+// reset forgets the records; the next ones get a fresh arena, since
+// entries handed out by sorted may still point into the old one.
+func (e *encodedRecords) reset() { *e = encodedRecords{} }
 
 // runSet is the run files of one operator input, under io.tmp.dirs.
 type runSet struct {
