@@ -101,24 +101,9 @@ func (d *deployer) enumerateSplits(ctx context.Context) error {
 // deploy creates the tasks of one attempt, wired to each other, restoring
 // their state from restore when it is not nil.
 func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedCheckpoint) (*attempt, error) {
-	cfg, eg, sg := d.cfg, d.eg, d.jg.Stream
-	batch := isBatch(cfg, sg)
-	gateCfg := GateConfig{
-		BuffersPerChannel: config.BuffersPerChannel.Get(cfg),
-		FloatingBuffers:   config.FloatingBuffersPerGate.Get(cfg),
-	}
-	bufferRecords := config.BufferRecords.Get(cfg)
-	bufferTimeout := config.BufferTimeout.Get(cfg)
-	if bufferTimeout == 0 {
-		// Flush after every record: lowest latency.
-		bufferRecords = 1
-	}
-	serialize := config.ForceSerialization.Get(cfg)
-	exactlyOnce := config.CheckpointMode.Get(cfg) == config.CheckpointModeExactlyOnce
-	unaligned := exactlyOnce && config.UnalignedCheckpoints.Get(cfg)
-	alignedTimeout := config.AlignedCheckpointTimeout.Get(cfg)
+	eg, sg := d.eg, d.jg.Stream
+	set := d.settings()
 	a := &attempt{number: number, acks: make(chan checkpointAck, 64), waiting: make(chan int, 64), local: make(map[int]*Task)}
-	waitFinal := !batch && config.CheckpointInterval.Get(cfg) > 0
 	dist := d.mc.Distribution
 	self := 0
 	if dist != nil {
@@ -181,7 +166,7 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 					continue
 				}
 				types := chans[0].Result.Edge.StreamEdge.Type.(TypeOps)
-				g := types.NewGate(len(chans), gateCfg)
+				g := types.NewGate(len(chans), set.gate)
 				g.(interface{ useTypes(TypeOps) }).useTypes(types)
 				gates[gateKey{v.JobVertex.ID, j, input}] = g
 				var remote []int // gate channels whose producers are elsewhere
@@ -192,23 +177,12 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 					}
 				}
 				if len(remote) > 0 {
-					a.bridges = append(a.bridges, d.bridge(dist, types, g, chans, remote, j, workerOf, channelID, gateCfg))
+					a.bridges = append(a.bridges, d.bridge(dist, types, g, chans, remote, j, workerOf, channelID, set.gate))
 				}
 			}
 		}
 	}
-	vertexOfNode := make(map[graph.NodeID]*graph.ExecutionJobVertex)
-	uidOfNode := make(map[graph.NodeID]string)
-	for _, v := range eg.Vertices {
-		for _, op := range v.JobVertex.Operators {
-			vertexOfNode[op.Node] = v
-			uidOfNode[op.Node] = op.UID
-		}
-	}
-	resultOf := make(map[*graph.StreamEdge]*graph.IntermediateResult)
-	for _, r := range eg.Results {
-		resultOf[r.Edge.StreamEdge] = r
-	}
+	lk := d.lookup()
 	a.shared = &sharedObjects{m: make(map[string]any)}
 	iterationOf, err := d.iterations(a, sg)
 	if err != nil {
@@ -236,37 +210,7 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 				ex = ev.NewAttempt()
 				ex.Slot = ev.Current().Slot
 			}
-			t := &Task{
-				vertexName:    v.JobVertex.Name,
-				vertexID:      string(v.JobVertex.ID),
-				index:         index,
-				subtask:       ev.SubtaskIndex,
-				parallelism:   v.JobVertex.Parallelism,
-				attempt:       d.mc.FirstAttempt + ex.AttemptNumber,
-				ctx:           ctx,
-				cfg:           cfg,
-				batch:         batch,
-				bufferRecords: bufferRecords,
-				bufferTimeout: bufferTimeout,
-				serialize:     serialize,
-				exactlyOnce:   exactlyOnce,
-				unaligned:     unaligned,
-				alignTimeout:  alignedTimeout,
-				isSource:      headNode.Ops.(*NodeOps).Splits != nil,
-				mailbox:       make(chan func(), 16),
-				done:          make(chan struct{}),
-				clock:         d.mc.Clock,
-				acks:          a.acks,
-				storage:       d.storage,
-				uids:          operatorUIDs(v.JobVertex),
-				waitFinal:     waitFinal,
-				waiting:       a.waiting,
-				restore:       restore.stateFor(operatorUIDs(v.JobVertex), ev.SubtaskIndex, v.JobVertex.Parallelism),
-				head:          &OperatorInfo{Node: headNode.ID, Kind: headNode.Kind, Name: headNode.Name, UID: uidOfNode[headNode.ID], MaxParallelism: headNode.MaxParallelism},
-			}
-			if assigned := d.splits[v.JobVertex.ID]; assigned != nil {
-				t.splits = assigned[ev.SubtaskIndex]
-			}
+			t := d.newTask(ctx, set, lk, v, ev, ex, index, restore, a.acks, a.waiting)
 			t.shared, t.iterations = a.shared, a.iterations
 			if it := iterationOf(v.JobVertex); it != nil {
 				// A loop takes no checkpoints: its tasks align on the ends
@@ -275,73 +219,23 @@ func (d *deployer) deploy(ctx context.Context, number int, restore *CompletedChe
 				t.iter = &TaskIteration{t: t, sync: it, head: sg.Node(v.JobVertex.Head()).IterationHead, superstep: 1}
 			}
 			ex.Transition(graph.StateDeploying, nil)
-			var build func(n *graph.StreamNode) (any, error)
-			build = func(n *graph.StreamNode) (any, error) {
-				main := []any{}
-				side := map[string][]any{}
-				sideTypes := map[string]TypeOps{}
-				for _, e := range sg.OutEdges(n.ID) {
-					var out any
-					if vertexOfNode[e.Target] == v {
-						o, err := build(sg.Node(e.Target))
+			head, err := d.buildChain(t, v, lk, func(e *graph.StreamEdge, r *graph.IntermediateResult, types TypeOps) ([]any, error) {
+				part := r.Partitions[ev.SubtaskIndex]
+				chans := make([]any, len(part.Consumers))
+				for k, c := range part.Consumers {
+					if workerOf(r.Consumer.TaskVertices[c]) != self {
+						s, err := dist.Net.Produce(channelID(r, ev.SubtaskIndex, c))
 						if err != nil {
 							return nil, err
 						}
-						out = o
-					} else {
-						r := resultOf[e]
-						part := r.Partitions[ev.SubtaskIndex]
-						types := e.Type.(TypeOps)
-						chans := make([]any, len(part.Consumers))
-						for k, c := range part.Consumers {
-							if workerOf(r.Consumer.TaskVertices[c]) != self {
-								s, err := dist.Net.Produce(channelID(r, ev.SubtaskIndex, c))
-								if err != nil {
-									return nil, err
-								}
-								chans[k] = types.NewRemoteChannel(s, dist.Net.BufferSize())
-								continue
-							}
-							g := gates[gateKey{r.Consumer.JobVertex.ID, c, e.Input}]
-							chans[k] = types.NewChannel(g, channelIndex[channelKey{r, ev.SubtaskIndex, c}], serialize)
-						}
-						w, err := types.NewRecordWriter(t, chans, e.Partitioning, e.Partitioner, ev.SubtaskIndex)
-						if err != nil {
-							return nil, err
-						}
-						out = w
+						chans[k] = types.NewRemoteChannel(s, dist.Net.BufferSize())
+						continue
 					}
-					if e.SideOutput == "" {
-						main = append(main, out)
-					} else {
-						side[e.SideOutput] = append(side[e.SideOutput], out)
-						sideTypes[e.SideOutput] = e.Type.(TypeOps)
-					}
+					g := gates[gateKey{r.Consumer.JobVertex.ID, c, e.Input}]
+					chans[k] = types.NewChannel(g, channelIndex[channelKey{r, ev.SubtaskIndex, c}], set.serialize)
 				}
-				oc := &OperatorContext{
-					Task:        t,
-					Info:        &OperatorInfo{Node: n.ID, Kind: n.Kind, Name: n.Name, UID: uidOfNode[n.ID], MaxParallelism: n.MaxParallelism},
-					Node:        n,
-					SideOutputs: make(map[string]any),
-					Batch:       batch,
-					Config:      cfg,
-				}
-				for tag, outs := range side {
-					oc.SideOutputs[tag] = sideTypes[tag].FanOut(outs)
-				}
-				var mainOut any
-				if len(main) > 0 {
-					// All main-output edges carry the node's output type.
-					for _, e := range sg.OutEdges(n.ID) {
-						if e.SideOutput == "" {
-							mainOut = e.Type.(TypeOps).FanOut(main)
-							break
-						}
-					}
-				}
-				return n.Ops.(*NodeOps).NewOperator(oc, mainOut)
-			}
-			head, err := build(headNode)
+				return chans, nil
+			})
 			if err != nil {
 				return nil, fmt.Errorf("deploy %s: %w", ev.TaskName(), err)
 			}
