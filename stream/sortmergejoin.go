@@ -54,7 +54,7 @@ func newSortedInput[K comparable, T any](oc *runtime.OperatorContext, kc codec.C
 		return nil, fmt.Errorf("record codec: %w", err)
 	}
 	s := &sortedInput[K, T]{oc: oc, mem: managedMemoryOf(oc), kc: kc, tc: tc, key: key, runs: newRunSet(oc)}
-	s.mem.register()
+	s.mem.register(oc)
 	return s, nil
 }
 

@@ -42,10 +42,18 @@ func managedMemoryOf(oc *runtime.OperatorContext) *managedMemory {
 	}).(*managedMemory)
 }
 
-func (m *managedMemory) register() {
+// register adds an operator to those sharing the budget until its task
+// ends: in a staged batch job the stages that run later have the budget
+// to themselves.
+func (m *managedMemory) register(oc *runtime.OperatorContext) {
 	m.mu.Lock()
 	m.consumers++
 	m.mu.Unlock()
+	oc.OnCleanup(func() {
+		m.mu.Lock()
+		m.consumers--
+		m.mu.Unlock()
+	})
 }
 
 func (m *managedMemory) share() int64 {
@@ -85,7 +93,7 @@ func newSpiller[K comparable, T any](oc *runtime.OperatorContext, key func(T) K,
 		return nil
 	}
 	s := &spiller[K, T]{oc: oc, mem: managedMemoryOf(oc), kc: kc, tc: tc, key: key, update: update, runs: newRunSet(oc)}
-	s.mem.register()
+	s.mem.register(oc)
 	oc.Gauge("spilledBytes", func() int64 { return s.spilled })
 	return s
 }

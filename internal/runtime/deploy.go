@@ -343,22 +343,7 @@ func (d *deployer) runAttempt(ctx context.Context, a *attempt) error {
 				t.exitedFinished = err == nil && t.finished
 				close(t.done)
 			}()
-			// CPU profiles of the worker attribute samples to tasks
-			// (flame graphs per vertex); goroutines the task starts
-			// inherit the labels.
-			pprof.SetGoroutineLabels(pprof.WithLabels(gctx, pprof.Labels("task", t.Name(), "vertex", t.vertexID)))
-			ex.Transition(graph.StateRunning, nil)
-			err = run(t, head, g)
-			switch {
-			case err == nil:
-				ex.Transition(graph.StateFinished, nil)
-			case gctx.Err() != nil && !isOperatorError(err):
-				ex.Transition(graph.StateCanceled, nil)
-			default:
-				ex.Transition(graph.StateFailed, err)
-				d.logger.Error("task failed", "task", t.Name(), "attempt", ex.AttemptID, "err", err)
-			}
-			return err
+			return d.execute(gctx, t, ex, func() error { return run(t, head, g) })
 		})
 	}
 	for _, b := range a.bridges {
@@ -399,6 +384,25 @@ func (d *deployer) runAttempt(ctx context.Context, a *attempt) error {
 		}
 	}
 	return nil
+}
+
+// execute runs one execution of a subtask and records its states.
+func (d *deployer) execute(ctx context.Context, t *Task, ex *graph.Execution, run func() error) error {
+	// CPU profiles of the worker attribute samples to tasks (flame
+	// graphs per vertex); goroutines the task starts inherit the labels.
+	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("task", t.Name(), "vertex", t.vertexID)))
+	ex.Transition(graph.StateRunning, nil)
+	err := run()
+	switch {
+	case err == nil:
+		ex.Transition(graph.StateFinished, nil)
+	case ctx.Err() != nil && !isOperatorError(err):
+		ex.Transition(graph.StateCanceled, nil)
+	default:
+		ex.Transition(graph.StateFailed, err)
+		d.logger.Error("task failed", "task", t.Name(), "attempt", ex.AttemptID, "err", err)
+	}
+	return err
 }
 
 // coordinator triggers checkpoints at the sources, collects the tasks'

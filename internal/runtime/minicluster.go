@@ -283,9 +283,13 @@ func (mc *MiniCluster) Submit(ctx context.Context, jg *graph.JobGraph) (*Job, er
 	if err != nil {
 		return nil, err
 	}
+	d := &deployer{mc: mc, cfg: cfg, logger: logger, jg: jg, eg: eg, savepoints: make(chan *savepointRequest)}
+	staged := d.staged()
 	available := config.NumTaskSlots.Get(cfg)
-	if mc.Distribution != nil {
-		available = 0 // the cluster's scheduler placed the slots
+	if mc.Distribution != nil || staged {
+		// The cluster's scheduler placed the slots, or the job's stages
+		// take turns in the slots there are.
+		available = 0
 	}
 	slots, err := AllocateSlots(eg, available, "local")
 	if err != nil {
@@ -321,7 +325,7 @@ func (mc *MiniCluster) Submit(ctx context.Context, jg *graph.JobGraph) (*Job, er
 	storage.incremental = config.IncrementalCheckpoints.Get(cfg)
 	jobCtx, cancel := context.WithCancel(ctx)
 	job := &Job{Graph: eg, Slots: slots, cancel: cancel, done: make(chan struct{}), storage: storage}
-	d := &deployer{mc: mc, cfg: cfg, logger: logger, jg: jg, eg: eg, job: job, storage: storage, savepoints: make(chan *savepointRequest)}
+	d.job, d.storage = job, storage
 	job.savepoints = d.savepoints
 	if err := d.enumerateSplits(jobCtx); err != nil {
 		cancel()
@@ -330,16 +334,24 @@ func (mc *MiniCluster) Submit(ctx context.Context, jg *graph.JobGraph) (*Job, er
 	if mc.Restore != nil {
 		storage.latest = mc.Restore
 	}
-	first, err := d.deploy(jobCtx, 0, storage.latestCheckpoint())
-	if err != nil {
-		cancel()
-		return nil, err
+	var first *attempt
+	if !staged {
+		first, err = d.deploy(jobCtx, 0, storage.latestCheckpoint())
+		if err != nil {
+			cancel()
+			return nil, err
+		}
 	}
 	go func() {
 		// This goroutine owns the job: it runs attempts until one succeeds,
 		// the job is cancelled, or the restart strategy gives up; each
 		// attempt's goroutines end before the next starts.
-		err := d.run(jobCtx, first)
+		var err error
+		if staged {
+			err = d.runStaged(jobCtx)
+		} else {
+			err = d.run(jobCtx, first)
+		}
 		cancelled := jobCtx.Err() != nil && !job.stopped.Load()
 		cancel()
 		// Checkpoints stay after a failure, for --from-savepoint; after a

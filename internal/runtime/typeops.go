@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/weirproject/weir/codec"
@@ -26,6 +27,12 @@ type TypeOps interface {
 	// BridgeRemote moves what arrives at a network gate into gate, an
 	// *InputGate[T]; channel maps network channel indexes to the gate's.
 	BridgeRemote(ctx context.Context, from *network.Gate, gate any, channel func(int) int) error
+	// NewBlockingChannel returns a ChannelWriter[T] that writes a blocking
+	// partition to f and closes f at the end of the partition.
+	NewBlockingChannel(f *os.File) any
+	// ReplayBlocking reads blocking partitions into gate, an
+	// *InputGate[T], the one of channel i from paths[i].
+	ReplayBlocking(ctx context.Context, paths []string, gate any) error
 	// NewRecordWriter returns a *RecordWriter[T] over the channels.
 	NewRecordWriter(t *Task, channels []any, kind graph.Partitioning, factory any, producer int) (any, error)
 	// FanOut combines Output[T] values into one.
@@ -67,6 +74,14 @@ func (t *Types[T]) NewRemoteChannel(s *network.Sender, maxFrame int) any {
 
 func (t *Types[T]) BridgeRemote(ctx context.Context, from *network.Gate, gate any, channel func(int) int) error {
 	return bridgeRemote(ctx, from, gate.(*InputGate[T]), channel, t.Codec)
+}
+
+func (t *Types[T]) NewBlockingChannel(f *os.File) any {
+	return newBlockingChannel(f, t.Codec, &t.pool)
+}
+
+func (t *Types[T]) ReplayBlocking(ctx context.Context, paths []string, gate any) error {
+	return replayBlocking(ctx, paths, gate.(*InputGate[T]), t.Codec)
 }
 
 func (t *Types[T]) NewRecordWriter(task *Task, channels []any, kind graph.Partitioning, factory any, producer int) (any, error) {

@@ -1,0 +1,155 @@
+package stream_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weirproject/weir/stream"
+)
+
+type keyed struct {
+	Key   int
+	Value int64
+}
+
+// outOfOrder generates n records over keys keys in random order.
+func outOfOrder(seed uint64, n, keys int) []keyed {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	out := make([]keyed, n)
+	for i := range out {
+		out[i] = keyed{Key: rng.IntN(keys), Value: rng.Int64N(1000) - 100}
+	}
+	return out
+}
+
+// sumsOf is the reference: the sum per key, as "key=sum" lines, sorted.
+func sumsOf(data []keyed) []string {
+	sums := make(map[int]int64)
+	for _, r := range data {
+		sums[r.Key] += r.Value
+	}
+	var out []string
+	for k, s := range sums {
+		out = append(out, fmt.Sprintf("%d=%d", k, s))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func formatSums(rows []keyed) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = fmt.Sprintf("%d=%d", r.Key, r.Value)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestBatchStagesTakeTurnsInOneSlot runs a batch job whose stages have
+// parallelism p in a mini cluster with one slot: pipelined, it would need
+// p slots; in stages over blocking exchanges its subtasks run one after
+// another, and the result equals the reference.
+func TestBatchStagesTakeTurnsInOneSlot(t *testing.T) {
+	data := outOfOrder(1, 20000, 97)
+	for _, p := range []int{1, 2, 4} {
+		t.Run(fmt.Sprint("p=", p), func(t *testing.T) {
+			tmp := t.TempDir()
+			env := newEnv(t, p, "execution.runtime-mode", "BATCH", "taskmanager.numberOfTaskSlots", "1", "io.tmp.dirs", tmp)
+			var mu sync.Mutex
+			spans := make(map[int][2]time.Time) // first and last record of each source subtask
+			seen := stream.Process(stream.FromSlice(env, data), stream.ProcessFunc[keyed, keyed](func(v keyed, ctx *stream.Context, out stream.Collector[keyed]) error {
+				now := time.Now()
+				mu.Lock()
+				s, ok := spans[ctx.Subtask()]
+				if !ok {
+					s[0] = now
+				}
+				s[1] = now
+				spans[ctx.Subtask()] = s
+				mu.Unlock()
+				out.Collect(v)
+				return nil
+			}))
+			sums := stream.Collect(stream.Sum(stream.KeyBy(seen, func(r keyed) int { return r.Key }), func(r *keyed) *int64 { return &r.Value }))
+			if err := env.Execute(context.Background(), "staged"); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := formatSums(sums.Values()), sumsOf(data); !slices.Equal(got, want) {
+				t.Fatalf("got %d sums, want %d; first %v, want %v", len(got), len(want), got[:min(3, len(got))], want[:3])
+			}
+			if left, _ := os.ReadDir(tmp); len(left) != 0 {
+				t.Fatalf("the blocking partitions stayed after the job: %v", left)
+			}
+			if len(spans) != p {
+				t.Fatalf("%d source subtasks saw records, want %d", len(spans), p)
+			}
+			for i := range p {
+				for j := range p {
+					a, b := spans[i], spans[j]
+					if i != j && !a[1].Before(b[0]) && !b[1].Before(a[0]) {
+						t.Fatalf("source subtasks %d (%v) and %d (%v) ran at the same time in one slot", i, a, j, b)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestBatchFailoverRerunsOnlyTheFailedSubtask fails one subtask of the
+// second stage once, after it has emitted part of its output: only that
+// subtask runs again (its attempt number is 1, every other is 0), from
+// the first stage's stored output, and the sink holds each result once.
+func TestBatchFailoverRerunsOnlyTheFailedSubtask(t *testing.T) {
+	data := outOfOrder(2, 50000, 500)
+	const p, victim = 4, 2
+	env := newEnv(t, p, "execution.runtime-mode", "BATCH",
+		"restart-strategy.type", "fixed-delay", "restart-strategy.fixed-delay.attempts", "2",
+		"restart-strategy.fixed-delay.delay", "10 ms")
+	sums := stream.Sum(stream.KeyBy(stream.FromSlice(env, data), func(r keyed) int { return r.Key }), func(r *keyed) *int64 { return &r.Value })
+	emitted := 0
+	failing := stream.Process(sums, stream.ProcessFunc[keyed, keyed](func(v keyed, ctx *stream.Context, out stream.Collector[keyed]) error {
+		out.Collect(v)
+		if ctx.Subtask() == victim && ctx.Attempt() == 0 {
+			if emitted++; emitted == 20 {
+				return errors.New("injected failure")
+			}
+		}
+		return nil
+	}))
+	got := stream.Collect(failing)
+	jc, err := env.ExecuteAsync(context.Background(), "failover")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jc.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if g, w := formatSums(got.Values()), sumsOf(data); !slices.Equal(g, w) {
+		t.Fatalf("got %d sums, want %d", len(g), len(w))
+	}
+	if jc.Restarts() != 1 {
+		t.Fatalf("%d restarts, want 1", jc.Restarts())
+	}
+	eg := jc.ExecutionGraph()
+	if len(eg.Vertices) != 2 {
+		t.Fatalf("%d vertices, want 2 (source; sum, process and sink)", len(eg.Vertices))
+	}
+	for vi, v := range eg.Vertices {
+		for _, ev := range v.TaskVertices {
+			want := 0
+			if vi == 1 && ev.SubtaskIndex == victim {
+				want = 1
+			}
+			if n := ev.Current().AttemptNumber; n != want {
+				t.Errorf("%s ran as attempt %d, want %d", ev.TaskName(), n, want)
+			}
+		}
+	}
+}
