@@ -130,6 +130,16 @@ func (b *Backend[K]) SetCurrentKey(key K) {
 // CurrentKey returns the current key.
 func (b *Backend[K]) CurrentKey() K { return b.current }
 
+// ClearCurrentKey drops the current key's entry in every state: batch
+// execution keeps state for the key it processes only.
+func (b *Backend[K]) ClearCurrentKey() {
+	for _, s := range b.states {
+		if c, ok := s.(interface{ Clear() }); ok {
+			c.Clear()
+		}
+	}
+}
+
 // IsPebble reports whether the backend stores its state in Pebble.
 func (b *Backend[K]) IsPebble() bool { return b.p != nil }
 

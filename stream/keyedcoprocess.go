@@ -40,9 +40,10 @@ func keyedCoProcess[K comparable, A, B, U any](kcs *KeyedConnectedStreams[K, A, 
 	return TransformTwoInput(cs, kind, name, func(oc *runtime.OperatorContext, out runtime.Output[U]) (runtime.TwoInput[A, B], error) {
 		fn := Instance(fn)
 		op := &keyedCoProcessOp[K, A, B, U]{fn: fn, key1: kcs.a.key, key2: kcs.b.key}
-		if err := op.init(oc, fn, out, kcs.a.hasher); err != nil {
+		if err := op.init(oc, fn, out, kcs.a.hasher, false); err != nil {
 			return nil, err
 		}
+		oc.Register(op)
 		return op, nil
 	})
 }

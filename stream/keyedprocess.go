@@ -94,9 +94,15 @@ func KeyedProcess[K comparable, T, U any](ks *KeyedStream[K, T], fn KeyedProcess
 	return addNode[T, U](ks.s, "keyed-process", "KeyedProcess", oneInput(func(oc *runtime.OperatorContext, out runtime.Output[U]) (runtime.Output[T], error) {
 		fn := Instance(fn)
 		op := &keyedProcessOp[K, T, U]{fn: fn, key: ks.key}
-		if err := op.init(oc, fn, out, ks.hasher); err != nil {
+		sorted, err := newSortedKeyedInput[K, T](oc, ks.key)
+		if err != nil {
 			return nil, err
 		}
+		if err := op.init(oc, fn, out, ks.hasher, sorted != nil); err != nil {
+			return nil, err
+		}
+		op.sorted = sorted
+		oc.Register(op)
 		return op, nil
 	}))
 }
@@ -105,9 +111,16 @@ type keyedProcessOp[K comparable, T, U any] struct {
 	keyedCore[K, U]
 	fn  KeyedProcessFunction[K, T, U]
 	key func(T) K
+	// sorted, in batch mode, gathers the input to process it key by key
+	// when it ends.
+	sorted *sortedKeyedInput[K, T]
 }
 
 func (p *keyedProcessOp[K, T, U]) Emit(v T, ts int64) {
+	if p.sorted != nil {
+		p.sorted.add(v, ts)
+		return
+	}
 	p.begin(p.key(v), ts)
 	if err := p.fn.ProcessElement(v, &p.ctx, &p.col); err != nil {
 		p.oc.Fail(err)
@@ -126,17 +139,22 @@ type keyedCore[K comparable, U any] struct {
 	col     collector[U]
 }
 
-func (c *keyedCore[K, U]) init(oc *runtime.OperatorContext, fn any, out runtime.Output[U], hash runtime.KeyHasher[K]) error {
+// init sets the operator up; the caller registers it. With oneKey (batch
+// execution key by key) state lives on the heap, whatever the configured
+// backend: it holds one key at a time.
+func (c *keyedCore[K, U]) init(oc *runtime.OperatorContext, fn any, out runtime.Output[U], hash runtime.KeyHasher[K], oneKey bool) error {
 	c.oc, c.userFn, c.hash = oc, fn, hash
-	backend, err := newStateBackend(oc, hash)
-	if err != nil {
+	var backend *state.Backend[K]
+	var err error
+	if oneKey {
+		backend = state.NewBackend[K]()
+	} else if backend, err = newStateBackend(oc, hash); err != nil {
 		return err
 	}
 	c.ctx = KeyedContext[K]{Context: Context{oc: oc, ts: runtime.NoTimestamp}, backend: backend}
 	c.ctx.timers = runtime.NewTimerService(oc, c.onEventTime, c.onProcessingTime)
 	c.col.oc, c.col.out = oc, out
 	c.onTimer, _ = fn.(KeyedTimerHandler[K, U])
-	oc.Register(c)
 	return nil
 }
 

@@ -53,9 +53,13 @@ func newSortedInput[K comparable, T any](oc *runtime.OperatorContext, kc codec.C
 	if err != nil {
 		return nil, fmt.Errorf("record codec: %w", err)
 	}
+	return newSortedInputWith(oc, kc, tc, key), nil
+}
+
+func newSortedInputWith[K comparable, T any](oc *runtime.OperatorContext, kc codec.Codec[K], tc codec.Codec[T], key func(T) K) *sortedInput[K, T] {
 	s := &sortedInput[K, T]{oc: oc, mem: managedMemoryOf(oc), kc: kc, tc: tc, key: key, runs: newRunSet(oc)}
 	s.mem.register(oc)
-	return s, nil
+	return s
 }
 
 // add encodes v once: the encoded record is what it holds, sorts and

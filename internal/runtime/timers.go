@@ -132,6 +132,27 @@ func (s *TimerService[K]) AdvanceWatermark(wm int64) {
 	}
 }
 
+// EndKey ends a key in batch execution, which processes one key at a
+// time: every pending timer fires, the event-time ones as if the
+// watermark had reached its maximum, then the processing-time ones, each
+// in timestamp order, and so on while the callbacks set new ones. Event
+// time then starts afresh for the next key.
+func (s *TimerService[K]) EndKey() {
+	for s.event.len() > 0 || s.proc.len() > 0 {
+		s.AdvanceWatermark(MaxWatermark)
+		for s.proc.len() > 0 {
+			key, ts := s.proc.pop()
+			s.oc.Enter()
+			s.onProcTime(key, ts)
+		}
+	}
+	if s.scheduledAt != MaxWatermark {
+		s.oc.Task.ProcessingTime().Cancel(s.scheduledID)
+		s.scheduledAt = MaxWatermark
+	}
+	s.watermark = NoTimestamp
+}
+
 func (s *TimerService[K]) reschedule() {
 	pts := s.oc.Task.ProcessingTime()
 	next := MaxWatermark
