@@ -3,6 +3,7 @@ package stream
 import (
 	"cmp"
 	"context"
+	"slices"
 
 	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/internal/graph"
@@ -58,7 +59,15 @@ func (ks *KeyedStream[K, T]) Reduce(fn func(acc, v T) T) *Stream[T] {
 // place; the built-in aggregations use it so that nothing escapes to the
 // heap per record.
 func (ks *KeyedStream[K, T]) reduceInPlace(update func(acc, v *T)) *Stream[T] {
-	return addNode[T, T](ks.s, "reduce", "Reduce", oneInput(func(oc *runtime.OperatorContext, out runtime.Output[T]) (runtime.Output[T], error) {
+	in := *ks.s
+	in.inputs = slices.Clone(in.inputs)
+	for i := range in.inputs {
+		in.inputs[i].combiner = runtime.CombinerFactory(func(out any) (any, runtime.Lifecycle) {
+			c := &combiner[K, T]{key: ks.key, update: update, out: out.(runtime.Output[T]), index: make(map[K]int32)}
+			return runtime.Output[T](c), c
+		})
+	}
+	return addNode[T, T](&in, "reduce", "Reduce", oneInput(func(oc *runtime.OperatorContext, out runtime.Output[T]) (runtime.Output[T], error) {
 		if oc.Task.Iteration() != nil {
 			// Inside an iteration's loop: the final result per key at the
 			// end of each superstep, which starts afresh.
@@ -309,3 +318,55 @@ func MaxBy[K comparable, T any, N cmp.Ordered](ks *KeyedStream[K, T], field func
 		}
 	}).Name("MaxBy")
 }
+
+// combinerKeys bounds the keys a combiner holds: past it, it sends what it
+// holds and starts afresh.
+const combinerKeys = 1 << 15
+
+// combiner combines the records of a key with the reduction's update
+// before a batch job's exchange: the reduction downstream then receives a
+// partial result per key and flush instead of every record. Partial
+// results combine, as the spilling reduce already requires.
+type combiner[K comparable, T any] struct {
+	key     func(T) K
+	update  func(acc, v *T)
+	out     runtime.Output[T]
+	index   map[K]int32
+	held    []T
+	scratch T
+}
+
+func (c *combiner[K, T]) Emit(v T, _ int64) {
+	k := c.key(v)
+	if i, ok := c.index[k]; ok {
+		c.scratch = v
+		c.update(&c.held[i], &c.scratch)
+		return
+	}
+	if len(c.held) == combinerKeys {
+		c.flush()
+	}
+	c.index[k] = int32(len(c.held))
+	c.held = append(c.held, v)
+}
+
+func (c *combiner[K, T]) flush() {
+	for _, v := range c.held {
+		c.out.Emit(v, runtime.NoTimestamp)
+	}
+	clear(c.index)
+	clear(c.held)
+	c.held = c.held[:0]
+}
+
+// EmitWatermark sends what the combiner holds first: no record the
+// watermark passed stays behind it.
+func (c *combiner[K, T]) EmitWatermark(wm int64) {
+	c.flush()
+	c.out.EmitWatermark(wm)
+}
+
+func (c *combiner[K, T]) EmitWatermarkStatus(idle bool) { runtime.EmitStatus(c.out, idle) }
+func (c *combiner[K, T]) Open() error                   { return nil }
+func (c *combiner[K, T]) Finish() error                 { c.flush(); return nil }
+func (c *combiner[K, T]) Close() error                  { return nil }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -151,5 +152,37 @@ func TestBatchFailoverRerunsOnlyTheFailedSubtask(t *testing.T) {
 				t.Errorf("%s ran as attempt %d, want %d", ev.TaskName(), n, want)
 			}
 		}
+	}
+}
+
+// TestBatchCombinesBeforeTheExchange checks that a batch Sum combines
+// each key's records on the producer's side of the exchange: the source
+// subtasks send a partial sum per key, not every record, and the sums
+// stay right.
+func TestBatchCombinesBeforeTheExchange(t *testing.T) {
+	data := outOfOrder(5, 40000, 97)
+	const p = 2
+	env := newEnv(t, p, "execution.runtime-mode", "BATCH")
+	sums := stream.Collect(stream.Sum(stream.KeyBy(stream.FromSlice(env, data), func(r keyed) int { return r.Key }), func(r *keyed) *int64 { return &r.Value }))
+	jc, err := env.ExecuteAsync(context.Background(), "combine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jc.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := formatSums(sums.Values()), sumsOf(data); !slices.Equal(got, want) {
+		t.Fatalf("got %d sums, want %d", len(got), len(want))
+	}
+	var sent, received int64
+	for _, m := range jc.Metrics() {
+		if strings.HasPrefix(m.Task, "Source") {
+			sent += m.RecordsOut
+		} else {
+			received += m.RecordsIn
+		}
+	}
+	if sent == 0 || sent > p*97 || received != sent {
+		t.Fatalf("the sources sent %d records and the sums received %d, want one partial sum per key and subtask (at most %d)", sent, received, p*97)
 	}
 }

@@ -26,6 +26,8 @@ type streamInput struct {
 	// partitioner builds the runtime.PartitionerFactory for HASH and CUSTOM
 	// edges once the consumer node is known.
 	partitioner func(target *graph.StreamNode) any
+	// combiner, if set, is the edge's runtime.CombinerFactory.
+	combiner any
 }
 
 // recordTypes is the runtime glue for T plus the reason T has no codec, if
@@ -145,7 +147,7 @@ func (s *Stream[T]) withPartitioning(p graph.Partitioning) *Stream[T] {
 	out.inputs = make([]streamInput, len(s.inputs))
 	for i, in := range s.inputs {
 		in.part = p
-		in.partitioner = nil
+		in.partitioner, in.combiner = nil, nil
 		out.inputs[i] = in
 	}
 	return &out
@@ -240,6 +242,7 @@ func connectInput[T any](in *Stream[T], target *graph.StreamNode, input int) {
 		if src.partitioner != nil {
 			e.Partitioner = src.partitioner(target)
 		}
+		e.Combiner = src.combiner
 		in.env.graph.AddEdge(e)
 	}
 }

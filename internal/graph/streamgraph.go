@@ -101,6 +101,10 @@ type StreamEdge struct {
 	// partitioning (runtime.PartitionerFactory). Neither is serialized.
 	Type        any `json:"-"`
 	Partitioner any `json:"-"`
+	// Combiner, if set, lets a batch job combine records of a key on the
+	// producer's side of the edge (runtime.CombinerFactory): the target is
+	// an aggregation whose partial results combine.
+	Combiner any `json:"-"`
 }
 
 // StreamGraph is the program's dataflow as the API built it.

@@ -46,6 +46,12 @@ func (d *deployer) settings() taskSettings {
 	return s
 }
 
+// CombinerFactory wraps the Output[T] of a batch job's exchange into one
+// that combines the records of a key before they are sent (a map-side
+// combine, as Flink's DataSet API and Spark do for combinable
+// reductions); flush's Finish sends what it still holds.
+type CombinerFactory func(out any) (combined any, flush Lifecycle)
+
 // chainLookup finds, for a stream node or edge, the parts of the
 // execution graph a task's chain is built from.
 type chainLookup struct {
@@ -142,6 +148,14 @@ func (d *deployer) buildChain(t *Task, v *graph.ExecutionJobVertex, lk *chainLoo
 					return nil, err
 				}
 				out = w
+				if combine, ok := e.Combiner.(CombinerFactory); ok && t.batch && t.iter == nil && sg.Node(e.Target).Iteration == "" {
+					// Registered before the operator that feeds it, so
+					// that it finishes after that operator and before the
+					// writers end their partitions.
+					combined, flush := combine(w)
+					t.lifecycles = append(t.lifecycles, flush)
+					out = combined
+				}
 			}
 			if e.SideOutput == "" {
 				main = append(main, out)
