@@ -177,11 +177,7 @@ type runSet struct {
 }
 
 func newRunSet(oc *runtime.OperatorContext) *runSet {
-	dir := config.TmpDirs.Get(oc.Config)
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	r := &runSet{dir: dir}
+	r := &runSet{dir: tmpDir(oc.Config)}
 	oc.OnCleanup(r.remove)
 	return r
 }
@@ -372,4 +368,13 @@ func (s *spiller[K, T]) merge(rest []T, emit func(T)) error {
 	}
 	s.removeRuns()
 	return nil
+}
+
+// tmpDir is where operators put their working files: io.tmp.dirs, or
+// the system's temporary directory.
+func tmpDir(cfg *config.Configuration) string {
+	if dir := config.TmpDirs.Get(cfg); dir != "" {
+		return dir
+	}
+	return os.TempDir()
 }
