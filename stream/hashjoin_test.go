@@ -15,36 +15,7 @@ import (
 // partitions spill, and within the default budget, where none do: the
 // pairs equal the reference, and no file stays behind.
 func TestHashJoin(t *testing.T) {
-	type order struct {
-		ID, Customer, Amount int64
-	}
-	type customer struct {
-		ID   int64
-		Name string
-	}
-	var orders []order
-	for i := int64(0); i < 300_000; i++ {
-		// Customers 60 000 to 69 999 have orders but no record.
-		orders = append(orders, order{i, (i * 7919) % 70_000, i % 1000})
-	}
-	var customers []customer
-	for c := int64(0); c < 60_000; c++ {
-		customers = append(customers, customer{c, fmt.Sprintf("customer-%d", c)})
-		if c%1000 == 0 {
-			customers = append(customers, customer{c, fmt.Sprintf("customer-%d-again", c)})
-		}
-	}
-	byID := make(map[int64][]customer)
-	for _, c := range customers {
-		byID[c.ID] = append(byID[c.ID], c)
-	}
-	var want []string
-	for _, o := range orders {
-		for _, c := range byID[o.Customer] {
-			want = append(want, fmt.Sprintf("%d %d %s", o.ID, o.Amount, c.Name))
-		}
-	}
-	slices.Sort(want)
+	orders, customers, want := joinTables()
 	for _, budget := range []string{"1m", "256m"} {
 		for _, p := range []int{1, 3} {
 			tmp := t.TempDir()

@@ -60,35 +60,7 @@ func TestBatchReduceSpills(t *testing.T) {
 // (some customers twice, some never) under a 1 MiB budget, each input
 // several times the budget: the pairs equal a hash join's.
 func TestSortMergeJoinSpills(t *testing.T) {
-	type order struct {
-		ID, Customer, Amount int64
-	}
-	type customer struct {
-		ID   int64
-		Name string
-	}
-	var orders []order
-	for i := int64(0); i < 300_000; i++ {
-		orders = append(orders, order{i, (i * 7919) % 70_000, i % 1000})
-	}
-	var customers []customer
-	for c := int64(0); c < 60_000; c++ {
-		customers = append(customers, customer{c, fmt.Sprintf("customer-%d", c)})
-		if c%1000 == 0 {
-			customers = append(customers, customer{c, fmt.Sprintf("customer-%d-again", c)})
-		}
-	}
-	byID := make(map[int64][]customer)
-	for _, c := range customers {
-		byID[c.ID] = append(byID[c.ID], c)
-	}
-	var want []string
-	for _, o := range orders {
-		for _, c := range byID[o.Customer] {
-			want = append(want, fmt.Sprintf("%d %d %s", o.ID, o.Amount, c.Name))
-		}
-	}
-	slices.Sort(want)
+	orders, customers, want := joinTables()
 	for _, p := range []int{1, 3} {
 		tmp := t.TempDir()
 		env := newEnv(t, p, "execution.runtime-mode", "BATCH", "taskmanager.memory.managed.size", "1m", "io.tmp.dirs", tmp)
@@ -114,4 +86,43 @@ func TestSortMergeJoinSpills(t *testing.T) {
 			t.Errorf("p=%d: files left in io.tmp.dirs: %v", p, left)
 		}
 	}
+}
+
+type order struct {
+	ID, Customer, Amount int64
+}
+
+type customer struct {
+	ID   int64
+	Name string
+}
+
+// joinTables generates the inputs of the join tests, 300 000 orders over
+// customers 0 to 69 999 and 60 060 customer records (every thousandth
+// customer twice; customers 60 000 and up have orders but no record), and
+// the inner join's lines "order amount name", sorted.
+func joinTables() ([]order, []customer, []string) {
+	var orders []order
+	for i := int64(0); i < 300_000; i++ {
+		orders = append(orders, order{i, (i * 7919) % 70_000, i % 1000})
+	}
+	var customers []customer
+	for c := int64(0); c < 60_000; c++ {
+		customers = append(customers, customer{c, fmt.Sprintf("customer-%d", c)})
+		if c%1000 == 0 {
+			customers = append(customers, customer{c, fmt.Sprintf("customer-%d-again", c)})
+		}
+	}
+	byID := make(map[int64][]customer)
+	for _, c := range customers {
+		byID[c.ID] = append(byID[c.ID], c)
+	}
+	var want []string
+	for _, o := range orders {
+		for _, c := range byID[o.Customer] {
+			want = append(want, fmt.Sprintf("%d %d %s", o.ID, o.Amount, c.Name))
+		}
+	}
+	slices.Sort(want)
+	return orders, customers, want
 }
