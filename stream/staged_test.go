@@ -186,3 +186,29 @@ func TestBatchCombinesBeforeTheExchange(t *testing.T) {
 		t.Fatalf("the sources sent %d records and the sums received %d, want one partial sum per key and subtask (at most %d)", sent, received, p*97)
 	}
 }
+
+// TestBatchFailureEndsTheJob fails a subtask of a batch job for good
+// while its siblings still run: the job ends with the failure, promptly,
+// and stops the others (TestMain checks that no goroutine is left).
+func TestBatchFailureEndsTheJob(t *testing.T) {
+	env := newEnv(t, 4, "execution.runtime-mode", "BATCH", "taskmanager.numberOfTaskSlots", "4")
+	// A second of work per subtask, polled in batches.
+	failing := stream.Process(stream.FromSlice(env, outOfOrder(6, 200_000, 10)), stream.ProcessFunc[keyed, keyed](func(v keyed, ctx *stream.Context, out stream.Collector[keyed]) error {
+		if ctx.Subtask() == 1 {
+			return errors.New("injected failure")
+		}
+		for start := time.Now(); time.Since(start) < 20*time.Microsecond; {
+		} // the others are still running
+		out.Collect(v)
+		return nil
+	}))
+	stream.Collect(stream.Sum(stream.KeyBy(failing, func(r keyed) int { return r.Key }), func(r *keyed) *int64 { return &r.Value }))
+	start := time.Now()
+	err := env.Execute(context.Background(), "fails")
+	if err == nil || !strings.Contains(err.Error(), "injected failure") {
+		t.Fatalf("err = %v, want the injected failure", err)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Fatalf("the job took %v to fail; the running subtasks were not stopped", d)
+	}
+}

@@ -45,7 +45,14 @@ func newBlockingChannel[T any](f *os.File, c codec.Codec[T], pool *sync.Pool) *b
 
 func (c *blockingChannel[T]) setCounters(w waitCounters) { c.bytesOut = w.bytesOut }
 
-func (c *blockingChannel[T]) Send(_ context.Context, b *Buffer[T]) error {
+func (c *blockingChannel[T]) Send(ctx context.Context, b *Buffer[T]) error {
+	if err := ctx.Err(); err != nil {
+		// A file never blocks the producer, so this is where a task
+		// whose job ended notices.
+		b.reset()
+		c.pool.Put(b)
+		return err
+	}
 	end := b.Event.Kind == EventEndOfPartition
 	frame, err := encodeBuffer(c.codec, c.scratch[:0], b)
 	b.reset()
@@ -94,6 +101,9 @@ func replayBlocking[T any](ctx context.Context, paths []string, to *InputGate[T]
 			lc := &localChannel[T]{gate: to, index: idx}
 			for {
 				n, err := binary.ReadUvarint(r)
+				if err == nil {
+					err = ctx.Err()
+				}
 				if err == nil && n > 1<<31 {
 					err = fmt.Errorf("a %d-byte buffer: %w", n, codec.ErrCorrupt)
 				}

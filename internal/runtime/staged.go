@@ -103,9 +103,12 @@ func (d *deployer) runStaged(ctx context.Context) error {
 func (s *stagedRun) run(ctx context.Context) error {
 	d := s.d
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	group, gctx := errgroup.WithContext(ctx)
-	defer group.Wait() //nolint:errcheck // the scheduler's errors come through results
+	defer func() {
+		// A failure that ends the job stops the subtasks still running.
+		cancel()
+		group.Wait() //nolint:errcheck // the subtasks' errors come through results
+	}()
 	results := make(chan subtaskResult)
 	launch := func(key subtaskKey, delay time.Duration) {
 		// On the scheduler's goroutine, which owns outputs.
