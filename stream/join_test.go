@@ -46,8 +46,14 @@ func TestIntervalJoinMatchesReference(t *testing.T) {
 		if len(want) == 0 {
 			t.Fatalf("bounds %v: the reference has no matches; the test would prove nothing", bounds)
 		}
-		for _, p := range []int{1, 2, 4} {
-			env := newEnv(t, p)
+		for _, run := range []struct {
+			mode string
+			p    int
+		}{{"STREAMING", 1}, {"STREAMING", 2}, {"STREAMING", 4}, {"BATCH", 1}, {"BATCH", 2}, {"BATCH", 4}} {
+			// In batch mode the join sees each key's records of both
+			// sides in time order and its timers fire at the key's end.
+			p := run.p
+			env := newEnv(t, p, "execution.runtime-mode", run.mode)
 			strategy := stream.ForMonotonousTimestamps[side]().WithTimestampAssigner(func(s side, _ int64) int64 { return s.TS }).WithWatermarkPerEvent()
 			l := stream.FromSlice(env, left).SetParallelism(1).AssignTimestampsAndWatermarks(strategy).SetParallelism(1)
 			r := stream.FromSlice(env, right).SetParallelism(1).AssignTimestampsAndWatermarks(strategy).SetParallelism(1)
@@ -64,7 +70,7 @@ func TestIntervalJoinMatchesReference(t *testing.T) {
 			}
 			g, w := sorted(got.Values(), strings.Compare), sorted(slices.Clone(want), strings.Compare)
 			if !slices.Equal(g, w) {
-				t.Fatalf("bounds %v p=%d: %d results, want %d", bounds, p, len(g), len(w))
+				t.Fatalf("bounds %v %s p=%d: %d results, want %d", bounds, run.mode, p, len(g), len(w))
 			}
 		}
 	}

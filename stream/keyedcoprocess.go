@@ -40,8 +40,20 @@ func keyedCoProcess[K comparable, A, B, U any](kcs *KeyedConnectedStreams[K, A, 
 	return TransformTwoInput(cs, kind, name, func(oc *runtime.OperatorContext, out runtime.Output[U]) (runtime.TwoInput[A, B], error) {
 		fn := Instance(fn)
 		op := &keyedCoProcessOp[K, A, B, U]{fn: fn, key1: kcs.a.key, key2: kcs.b.key}
-		if err := op.init(oc, fn, out, kcs.a.hasher, false); err != nil {
+		sorted1, err := newSortedKeyedInput[K, A](oc, kcs.a.key)
+		if err != nil {
 			return nil, err
+		}
+		sorted2, err := newSortedKeyedInput[K, B](oc, kcs.b.key)
+		if err != nil {
+			return nil, err
+		}
+		oneKey := sorted1 != nil && sorted2 != nil
+		if err := op.init(oc, fn, out, kcs.a.hasher, oneKey); err != nil {
+			return nil, err
+		}
+		if oneKey {
+			op.sorted1, op.sorted2 = sorted1, sorted2
 		}
 		oc.Register(op)
 		return op, nil
@@ -53,9 +65,17 @@ type keyedCoProcessOp[K comparable, A, B, U any] struct {
 	fn   KeyedCoProcessFunction[K, A, B, U]
 	key1 func(A) K
 	key2 func(B) K
+	// sorted1 and sorted2, in batch mode, gather the inputs to process
+	// them key by key when both ended.
+	sorted1 *sortedKeyedInput[K, A]
+	sorted2 *sortedKeyedInput[K, B]
 }
 
 func (p *keyedCoProcessOp[K, A, B, U]) Emit1(v A, ts int64) {
+	if p.sorted1 != nil {
+		p.sorted1.add(v, ts)
+		return
+	}
 	p.begin(p.key1(v), ts)
 	if err := p.fn.ProcessElement1(v, &p.ctx, &p.col); err != nil {
 		p.oc.Fail(err)
@@ -63,8 +83,40 @@ func (p *keyedCoProcessOp[K, A, B, U]) Emit1(v A, ts int64) {
 }
 
 func (p *keyedCoProcessOp[K, A, B, U]) Emit2(v B, ts int64) {
+	if p.sorted2 != nil {
+		p.sorted2.add(v, ts)
+		return
+	}
 	p.begin(p.key2(v), ts)
 	if err := p.fn.ProcessElement2(v, &p.ctx, &p.col); err != nil {
 		p.oc.Fail(err)
 	}
+}
+
+// EmitWatermark: in batch mode event time does not advance while the
+// inputs are gathered.
+func (p *keyedCoProcessOp[K, A, B, U]) EmitWatermark(wm int64) {
+	if p.sorted1 == nil {
+		p.keyedCore.EmitWatermark(wm)
+	}
+}
+
+// Finish processes the gathered inputs key by key, each key's records of
+// both inputs in timestamp order, then passes on the maximum watermark.
+func (p *keyedCoProcessOp[K, A, B, U]) Finish() error {
+	if p.sorted1 != nil {
+		err := eachSortedPair(p.sorted1, p.sorted2, func(key K, v A, ts int64) error {
+			p.begin(key, ts)
+			return p.fn.ProcessElement1(v, &p.ctx, &p.col)
+		}, func(key K, v B, ts int64) error {
+			p.begin(key, ts)
+			return p.fn.ProcessElement2(v, &p.ctx, &p.col)
+		}, p.endKey)
+		if err != nil {
+			return err
+		}
+		p.col.out.EmitWatermark(runtime.MaxWatermark)
+		p.oc.ForwardToSideOutputs(runtime.MaxWatermark)
+	}
+	return p.keyedCore.Finish()
 }

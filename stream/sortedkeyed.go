@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -151,11 +152,7 @@ func (p *keyedProcessOp[K, T, U]) Finish() error {
 		err := p.sorted.each(func(key K, v T, ts int64) error {
 			p.begin(key, ts)
 			return p.fn.ProcessElement(v, &p.ctx, &p.col)
-		}, func(key K) {
-			p.ctx.timers.EndKey()
-			p.ctx.backend.SetCurrentKey(key)
-			p.ctx.backend.ClearCurrentKey()
-		})
+		}, p.endKey)
 		if err != nil {
 			return err
 		}
@@ -163,4 +160,78 @@ func (p *keyedProcessOp[K, T, U]) Finish() error {
 		p.oc.ForwardToSideOutputs(runtime.MaxWatermark)
 	}
 	return p.keyedCore.Finish()
+}
+
+// endKey fires the key's timers and drops its state.
+func (c *keyedCore[K, U]) endKey(key K) {
+	c.ctx.timers.EndKey()
+	c.ctx.backend.SetCurrentKey(key)
+	c.ctx.backend.ClearCurrentKey()
+}
+
+// eachSortedPair merges two sorted inputs by key and timestamp: fn1 and
+// fn2 get the records of the first and second input, a key's records of
+// both in timestamp order (the first input's first at equal times), and
+// end follows each key's last record.
+func eachSortedPair[K comparable, A, B any](a *sortedKeyedInput[K, A], b *sortedKeyedInput[K, B],
+	fn1 func(K, A, int64) error, fn2 func(K, B, int64) error, end func(K)) error {
+	ma, err := a.in.sorted()
+	if err != nil {
+		return err
+	}
+	mb, err := b.in.sorted()
+	if err != nil {
+		return err
+	}
+	ka, va, oka, err := ma.next()
+	if err != nil {
+		return err
+	}
+	kb, vb, okb, err := mb.next()
+	if err != nil {
+		return err
+	}
+	var cur K
+	started := false
+	enter := func(k K) {
+		if started && k != cur {
+			end(cur)
+		}
+		cur, started = k, true
+	}
+	for oka || okb {
+		if oka && (!okb || bytes.Compare(ka, kb) <= 0) {
+			r, _, err := a.rec.Decode(va)
+			if err != nil {
+				return fmt.Errorf("sorted input 1: %w", err)
+			}
+			k := a.key(r.v)
+			enter(k)
+			if err := fn1(k, r.v, r.ts); err != nil {
+				return err
+			}
+			if ka, va, oka, err = ma.next(); err != nil {
+				return err
+			}
+			continue
+		}
+		r, _, err := b.rec.Decode(vb)
+		if err != nil {
+			return fmt.Errorf("sorted input 2: %w", err)
+		}
+		k := b.key(r.v)
+		enter(k)
+		if err := fn2(k, r.v, r.ts); err != nil {
+			return err
+		}
+		if kb, vb, okb, err = mb.next(); err != nil {
+			return err
+		}
+	}
+	if started {
+		end(cur)
+	}
+	a.in.runs.remove()
+	b.in.runs.remove()
+	return nil
 }
