@@ -208,7 +208,7 @@ func TestBatchFailureEndsTheJob(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "injected failure") {
 		t.Fatalf("err = %v, want the injected failure", err)
 	}
-	if d := time.Since(start); d > 500*time.Millisecond {
+	if d := time.Since(start); d > 800*time.Millisecond {
 		t.Fatalf("the job took %v to fail; the running subtasks were not stopped", d)
 	}
 }
