@@ -164,7 +164,11 @@ func TestDashboardBackpressureInBrowser(t *testing.T) {
 	waitJob(t, client, id, 20*time.Second, "cancellation", func(d cluster.JobDetails) bool { return d.State == cluster.JobCanceled })
 	b.do("open the cancelled sink", chromedp.Navigate(rest+"/#/job/"+id+"/vertex/"+sink.ID), chromedp.WaitVisible(chromedp.CSS("#flame-btn")),
 		chromedp.Click(chromedp.CSS("#flame-btn")))
-	b.waitJS("the flame graph refused", `document.getElementById('flame-status').dataset.state === 'failed' && document.getElementById('flame-status').textContent.includes('409')`, 10*time.Second)
+	// A refresh may re-render the page after the click, with a fresh
+	// control that never sent its request: click it again then.
+	b.waitJS("the flame graph refused", `(() => { const s = document.getElementById('flame-status'), btn = document.getElementById('flame-btn');
+		if (s && s.dataset.state === '' && btn && !btn.disabled) btn.click();
+		return s && s.dataset.state === 'failed' && s.textContent.includes('409'); })()`, 10*time.Second)
 	if svg := browserValue[bool](b, `!!document.getElementById('flame-svg')`); svg {
 		t.Error("a flame graph is drawn for a cancelled job")
 	}

@@ -192,6 +192,14 @@ func TestDashboardFlinkShapes(t *testing.T) {
 			t.Fatalf("no %s (%v); the page shows (%v):\n%s", what, err, perr, page)
 		}
 	}
+	// clickJS clicks the element selector finds once it exists, in the
+	// page: the tables re-render on every refresh, and a click through the
+	// protocol may resolve a node that is gone by the time it lands
+	// ("Could not find node with given id").
+	clickJS := func(what, selector string) {
+		t.Helper()
+		waitJS(what, fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.click(); return true; })()`, selector))
+	}
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(bctx, steps...); err != nil {
@@ -233,15 +241,15 @@ func TestDashboardFlinkShapes(t *testing.T) {
 	waitJS("the failed checkpoint in red with its message", `(() => { const r = document.querySelector('tr.checkpoint-row[data-checkpoint-id="6"]');
 		return r.dataset.status === 'FAILED' && getComputedStyle(r.querySelector('.badge.st-FAILED')).backgroundColor === 'rgb(192, 57, 43)' &&
 			r.querySelector('.chk-failure').textContent === 'declined by Sink: C (1/2)'; })()`)
-	do("expand checkpoint 7", chromedp.Click(chromedp.CSS(`#checkpoint-history-table tr[data-checkpoint-id="7"]`)))
+	clickJS("expand checkpoint 7", `#checkpoint-history-table tr[data-checkpoint-id="7"]`)
 	waitJS("checkpoint 7's vertices", `(() => { const r = document.querySelector('tr.checkpoint-details[data-checkpoint-details="7"] tr.checkpoint-task-row[data-task-vertex="a"]');
 		return r && r.textContent.includes('Source: A') && r.querySelector('.chk-acked').textContent === '1/2' && r.textContent.includes('2.0 KiB'); })()`)
-	do("open vertex A of checkpoint 7", chromedp.Click(chromedp.CSS(`tr.checkpoint-task-row[data-task-vertex="a"]`)))
+	clickJS("open vertex A of checkpoint 7", `tr.checkpoint-task-row[data-task-vertex="a"]`)
 	waitJS("vertex A's subtasks in checkpoint 7", `document.querySelectorAll('tr.checkpoint-subtasks[data-subtasks-of="a"] tr.checkpoint-subtask-row').length === 2 &&
 		document.querySelector('tr.checkpoint-subtask-row[data-index="0"]').textContent.includes('7ms') &&
 		document.querySelector('tr.checkpoint-subtask-row[data-index="1"]').dataset.pending === 'true' &&
 		document.querySelector('tr.checkpoint-subtasks').textContent.includes('Sync duration')`)
-	do("expand checkpoint 8", chromedp.Click(chromedp.CSS(`#checkpoint-history-table tr[data-checkpoint-id="8"]`)))
+	clickJS("expand checkpoint 8", `#checkpoint-history-table tr[data-checkpoint-id="8"]`)
 	waitJS("checkpoint 8 without details, muted", `(() => { const n = document.querySelector('tr.checkpoint-details[data-checkpoint-details="8"] .chk-no-details');
 		return n && n.classList.contains('muted') && !document.getElementById('view-error').textContent; })()`)
 	waitJS("checkpoint summary", `document.getElementById('checkpoint-summary-table').textContent.includes('end to end duration')`)
