@@ -235,3 +235,28 @@ func eachSortedPair[K comparable, A, B any](a *sortedKeyedInput[K, A], b *sorted
 	b.in.runs.remove()
 	return nil
 }
+
+// BatchKeyedInput gathers a keyed operator's input in batch mode, to
+// process it key by key when the input ends, as KeyedProcess does; keyed
+// operators built outside this package (windows) use it.
+type BatchKeyedInput[K comparable, T any] struct{ in *sortedKeyedInput[K, T] }
+
+// NewBatchKeyedInput returns nil when the operator processes its records
+// as they come: outside batch mode, inside an iteration, or when K or T
+// has no codec.
+func NewBatchKeyedInput[K comparable, T any](oc *runtime.OperatorContext, key func(T) K) (*BatchKeyedInput[K, T], error) {
+	in, err := newSortedKeyedInput[K, T](oc, key)
+	if in == nil || err != nil {
+		return nil, err
+	}
+	return &BatchKeyedInput[K, T]{in}, nil
+}
+
+// Add gathers a record.
+func (b *BatchKeyedInput[K, T]) Add(v T, ts int64) { b.in.add(v, ts) }
+
+// Each calls fn for every record in key and time order, and end after
+// each key's last record.
+func (b *BatchKeyedInput[K, T]) Each(fn func(key K, v T, ts int64) error, end func(key K)) error {
+	return b.in.each(fn, end)
+}

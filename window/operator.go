@@ -54,6 +54,10 @@ type operator[K comparable, T, ACC, V, OUT any] struct {
 	// fast, when set, holds the state instead of keys and timers: see
 	// fast.go.
 	fast *fastState[K, ACC]
+	// sorted, in batch mode, gathers the input to process it key by key
+	// when it ends: each key's windows fire at the key's end, and its
+	// state goes.
+	sorted *stream.BatchKeyedInput[K, T]
 
 	tctx    triggerCtx[K, T, ACC, V, OUT]
 	pctx    ProcessContext
@@ -104,7 +108,11 @@ func newOperator[K comparable, T, ACC, V, OUT any](oc *runtime.OperatorContext, 
 	op.tctx.op = op
 	op.pctx = ProcessContext{oc: oc, clocks: &op.tctx, merging: s.merger != nil}
 	op.col = collector[OUT]{oc: oc, out: out}
-	if s.fastPath(f.add != nil) {
+	if sorted, err := stream.NewBatchKeyedInput[K, T](oc, key); err == nil && sorted != nil {
+		// Batch mode, key by key: the general path, whose state and
+		// timers are per key (the fast path's panes span all keys).
+		op.sorted = sorted
+	} else if s.fastPath(f.add != nil) {
 		op.fast = newFastState[K, T, ACC](s, op.fn)
 		op.pctx.lazyGlobal = op.fastGlobal
 	}
@@ -160,6 +168,14 @@ func (op *operator[K, T, ACC, V, OUT]) isElementLate(ts int64) bool {
 // not late, the trigger decides for each, and an element that no window
 // took goes to the late side output.
 func (op *operator[K, T, ACC, V, OUT]) Emit(v T, ts int64) {
+	if op.sorted != nil {
+		op.sorted.Add(v, ts)
+		return
+	}
+	op.emit(v, ts)
+}
+
+func (op *operator[K, T, ACC, V, OUT]) emit(v T, ts int64) {
 	if op.fast != nil {
 		op.emitFast(v, ts)
 		return
@@ -566,6 +582,9 @@ func (op *operator[K, T, ACC, V, OUT]) merge(key K, ks *keyState[T, ACC], result
 // those past their lateness), then forwards it, to the main output and
 // every side output: a window's results precede the watermark.
 func (op *operator[K, T, ACC, V, OUT]) EmitWatermark(wm int64) {
+	if op.sorted != nil {
+		return // event time does not advance while a batch input is gathered
+	}
 	if op.fast != nil {
 		wm0 := op.watermark()
 		op.timers.AdvanceWatermark(wm)
@@ -599,10 +618,31 @@ func (op *operator[K, T, ACC, V, OUT]) Open() error {
 	return nil
 }
 
-// Finish does nothing: a bounded input ends with runtime.MaxWatermark,
-// which fired every event-time window already. Processing-time windows
-// still open are dropped, as in Flink.
-func (op *operator[K, T, ACC, V, OUT]) Finish() error { return nil }
+// Finish, in streaming mode, does nothing: a bounded input ends with
+// runtime.MaxWatermark, which fired every event-time window already, and
+// processing-time windows still open are dropped, as in Flink. In batch
+// mode it processes the gathered input key by key: no element is late,
+// and at the end of a key every timer of it fires (event time, then
+// processing time), so that each of its windows fires once complete, and
+// the key's state goes.
+func (op *operator[K, T, ACC, V, OUT]) Finish() error {
+	if op.sorted == nil {
+		return nil
+	}
+	err := op.sorted.Each(func(_ K, v T, ts int64) error {
+		op.emit(v, ts)
+		return nil
+	}, func(key K) {
+		op.timers.EndKey()
+		delete(op.keys, key)
+	})
+	if err != nil {
+		return err
+	}
+	op.out.EmitWatermark(runtime.MaxWatermark)
+	op.oc.ForwardToSideOutputs(runtime.MaxWatermark)
+	return nil
+}
 
 // Close closes the window function.
 func (op *operator[K, T, ACC, V, OUT]) Close() error {
