@@ -115,8 +115,7 @@ func (p *keyedCoProcessOp[K, A, B, U]) Finish() error {
 		if err != nil {
 			return err
 		}
-		p.col.out.EmitWatermark(runtime.MaxWatermark)
-		p.oc.ForwardToSideOutputs(runtime.MaxWatermark)
+		p.afterLastKey()
 	}
 	return p.keyedCore.Finish()
 }

@@ -156,10 +156,16 @@ func (p *keyedProcessOp[K, T, U]) Finish() error {
 		if err != nil {
 			return err
 		}
-		p.col.out.EmitWatermark(runtime.MaxWatermark)
-		p.oc.ForwardToSideOutputs(runtime.MaxWatermark)
+		p.afterLastKey()
 	}
 	return p.keyedCore.Finish()
+}
+
+// afterLastKey passes on the maximum watermark, which batch execution
+// held back while it gathered the input.
+func (c *keyedCore[K, U]) afterLastKey() {
+	c.col.out.EmitWatermark(runtime.MaxWatermark)
+	c.oc.ForwardToSideOutputs(runtime.MaxWatermark)
 }
 
 // endKey fires the key's timers and drops its state.
