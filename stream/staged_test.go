@@ -212,3 +212,33 @@ func TestBatchFailureEndsTheJob(t *testing.T) {
 		t.Fatalf("the job took %v to fail; the running subtasks were not stopped", d)
 	}
 }
+
+// TestBatchStagesUseTheSlotsTheJobNeeds: with taskmanager.numberOfTaskSlots
+// at its default (0, as many as the job needs), a stage's subtasks run at
+// once: each waits for all the others to start.
+func TestBatchStagesUseTheSlotsTheJobNeeds(t *testing.T) {
+	const p = 3
+	env := newEnv(t, p, "execution.runtime-mode", "BATCH")
+	var started sync.WaitGroup
+	started.Add(p)
+	all := make(chan struct{})
+	go func() { started.Wait(); close(all) }()
+	var once [p]sync.Once
+	waited := stream.Process(stream.FromSlice(env, outOfOrder(7, 3000, 10)), stream.ProcessFunc[keyed, keyed](func(v keyed, ctx *stream.Context, out stream.Collector[keyed]) error {
+		var err error
+		once[ctx.Subtask()].Do(func() {
+			started.Done()
+			select {
+			case <-all:
+			case <-time.After(10 * time.Second):
+				err = errors.New("the stage's subtasks did not run at the same time")
+			}
+		})
+		out.Collect(v)
+		return err
+	}))
+	stream.Collect(stream.Sum(stream.KeyBy(waited, func(r keyed) int { return r.Key }), func(r *keyed) *int64 { return &r.Value }))
+	if err := env.Execute(context.Background(), "slots"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -83,9 +83,14 @@ func (d *deployer) runStaged(ctx context.Context) error {
 		return fmt.Errorf("runtime: create the directory of blocking partitions under %s (io.tmp.dirs): %w", root, err)
 	}
 	defer os.RemoveAll(dir)
+	slots := config.NumTaskSlots.Get(d.cfg)
+	if slots == 0 {
+		// As many as the job needs: what it would take pipelined.
+		slots = len(d.job.Slots)
+	}
 	s := &stagedRun{
 		d: d, set: d.settings(), lk: d.lookup(), dir: dir,
-		slots:       make(chan struct{}, max(1, config.NumTaskSlots.Get(d.cfg))),
+		slots:       make(chan struct{}, max(1, slots)),
 		outputs:     make(map[subtaskKey]string),
 		vertexIndex: make(map[*graph.ExecutionJobVertex]int),
 		resultName:  make(map[*graph.IntermediateResult]string),
