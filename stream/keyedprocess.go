@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/internal/runtime"
@@ -167,10 +166,7 @@ func newStateBackend[K comparable](oc *runtime.OperatorContext, hash runtime.Key
 		oc.Gauge("stateEntries", func() int64 { return b.Metrics().Entries })
 		return b, nil
 	}
-	dir := config.TmpDirs.Get(oc.Config)
-	if dir == "" {
-		dir = os.TempDir()
-	}
+	dir := tmpDir(oc.Config)
 	maxP := oc.Info.MaxParallelism
 	b, err := state.NewPebbleBackendWithOptions(state.PebbleOptions[K]{
 		Dir:            dir,

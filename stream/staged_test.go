@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -219,15 +220,15 @@ func TestBatchFailureEndsTheJob(t *testing.T) {
 func TestBatchStagesUseTheSlotsTheJobNeeds(t *testing.T) {
 	const p = 3
 	env := newEnv(t, p, "execution.runtime-mode", "BATCH")
-	var started sync.WaitGroup
-	started.Add(p)
+	var started atomic.Int32
 	all := make(chan struct{})
-	go func() { started.Wait(); close(all) }()
 	var once [p]sync.Once
 	waited := stream.Process(stream.FromSlice(env, outOfOrder(7, 3000, 10)), stream.ProcessFunc[keyed, keyed](func(v keyed, ctx *stream.Context, out stream.Collector[keyed]) error {
 		var err error
 		once[ctx.Subtask()].Do(func() {
-			started.Done()
+			if started.Add(1) == p {
+				close(all)
+			}
 			select {
 			case <-all:
 			case <-time.After(10 * time.Second):
