@@ -46,6 +46,9 @@ type Environment struct {
 	// and the cluster's attempt number of the job.
 	authority    runtime.CommitAuthority
 	firstAttempt int
+	// clusterRestarts: a cluster's worker, whose JobManager restarts
+	// failed attempts.
+	clusterRestarts bool
 	// storageKey names the job's checkpoint directory: the cluster's
 	// JobID and attempt.
 	storageKey       string
@@ -285,6 +288,7 @@ func (env *Environment) JobGraph(jobName string) (*graph.JobGraph, error) {
 	if err != nil {
 		return nil, err
 	}
+	jg.Staged = runtime.RunsInStages(env.cfg, env.graph)
 	if err := checkCodecs(jg); err != nil {
 		return nil, err
 	}
@@ -372,7 +376,7 @@ func (env *Environment) ExecuteAsync(ctx context.Context, jobName string) (*JobC
 
 func (env *Environment) submit(ctx context.Context, jg *graph.JobGraph) (*runtime.Job, error) {
 	mc := &runtime.MiniCluster{Config: env.cfg, Logger: env.logger, Clock: env.clock, Distribution: env.distribution,
-		Authority: env.authority, FirstAttempt: env.firstAttempt, JobID: env.storageKey}
+		Authority: env.authority, FirstAttempt: env.firstAttempt, JobID: env.storageKey, ClusterRestarts: env.clusterRestarts}
 	if dir := config.CheckpointsDir.Get(env.cfg); mc.JobID == "" && dir != "" {
 		// A local run names its checkpoint directory after a JobID of its
 		// own, which the user needs to find them (and to resume).

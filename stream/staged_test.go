@@ -243,3 +243,72 @@ func TestBatchStagesUseTheSlotsTheJobNeeds(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBatchStagesAcrossWorkers runs a batch job at parallelism 3 on two
+// workers with one slot each, exchanging partition files and control
+// messages over TCP: the leader schedules every subtask into the two
+// slots, consumers read their producers' files from either worker, one
+// subtask of the second stage fails once and runs again alone (attempt
+// 1), and the sinks of both workers together hold the reference result.
+func TestBatchStagesAcrossWorkers(t *testing.T) {
+	data := outOfOrder(3, 30000, 300)
+	const p, victim = 3, 1
+	var mu sync.Mutex
+	ran := make(map[string]int) // "stage/subtask/attempt" -> records seen
+	record := func(stage string) stream.ProcessFunc[keyed, keyed] {
+		return func(v keyed, ctx *stream.Context, out stream.Collector[keyed]) error {
+			mu.Lock()
+			key := fmt.Sprintf("%s/%d/%d", stage, ctx.Subtask(), ctx.Attempt())
+			ran[key]++
+			n := ran[key]
+			mu.Unlock()
+			out.Collect(v)
+			if stage == "sums" && ctx.Subtask() == victim && ctx.Attempt() == 0 && n == 10 {
+				return errors.New("injected failure")
+			}
+			return nil
+		}
+	}
+	var sinks []*stream.Collected[keyed]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	jobs := executeOn(t, ctx, []int{0, 1}, "staged-job", func() *stream.Environment {
+		env := newEnv(t, p, "execution.runtime-mode", "BATCH", "io.tmp.dirs", t.TempDir(),
+			"restart-strategy.type", "fixed-delay", "restart-strategy.fixed-delay.attempts", "2",
+			"restart-strategy.fixed-delay.delay", "10 ms")
+		src := stream.Process(stream.FromSlice(env, data), record("source"))
+		sums := stream.Sum(stream.KeyBy(src, func(r keyed) int { return r.Key }), func(r *keyed) *int64 { return &r.Value })
+		sinks = append(sinks, stream.Collect(stream.Process(sums, record("sums"))))
+		return env
+	})
+	var got []keyed
+	for w, jc := range jobs {
+		if err := jc.Wait(); err != nil {
+			t.Fatalf("worker %d: %v", w, err)
+		}
+		if len(jc.Metrics()) == 0 {
+			t.Errorf("worker %d ran no subtask", w)
+		}
+		got = append(got, sinks[w].Values()...)
+	}
+	if g, w := formatSums(got), sumsOf(data); !slices.Equal(g, w) {
+		t.Fatalf("got %d sums, want %d", len(g), len(w))
+	}
+	for i := range p {
+		if ran[fmt.Sprintf("source/%d/0", i)] == 0 || ran[fmt.Sprintf("source/%d/1", i)] != 0 {
+			t.Errorf("source subtask %d: %v, want attempt 0 only", i, ran)
+		}
+		attempts := 1
+		if i == victim {
+			attempts = 2
+		}
+		for a := range 3 {
+			if ran[fmt.Sprintf("sums/%d/%d", i, a)] > 0 != (a < attempts) {
+				t.Errorf("sums subtask %d attempt %d: %v, want attempts 0..%d", i, a, ran, attempts-1)
+			}
+		}
+	}
+	if jobs[0].Restarts() != 1 {
+		t.Fatalf("%d restarts, want 1", jobs[0].Restarts())
+	}
+}

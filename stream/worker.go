@@ -232,6 +232,7 @@ func (w *worker) prepare(ctx context.Context, env *Environment) error {
 	}
 	// Cluster attempts count from 1, a job's executions from 0.
 	env.firstAttempt = attempt - 1
+	env.clusterRestarts = true
 	// Checkpoints go to <dir>/<job-id>/, the JobID the user sees, for
 	// every attempt: each claims the chk-<n> directories it writes, so
 	// that no zombie of an earlier attempt writes into one of this

@@ -289,15 +289,31 @@ func TestClusterRunJobs(t *testing.T) {
 	}
 	checkSpread(t, d, tmIDs, []int{4, 3})
 
-	// (b') A job that needs more slots than the cluster has waits, says
-	// why, and fails after slot.request.timeout.
-	stdout, stderr, code = cli("run", "-p", "7", wc, "--input", input, "--output", filepath.Join(dir, "p7"))
+	// (b') A streaming job that needs more slots than the cluster has
+	// waits, says why, and fails after slot.request.timeout.
+	stdout, stderr, code = cli("run", "-p", "7", wc, "--mode", "streaming", "--input", input, "--output", filepath.Join(dir, "p7"))
 	if code != exitError || !strings.Contains(stdout, "needs 7 slots, 6 of 6 are free on 2 TaskManagers") ||
 		!strings.Contains(stderr, "slot.request.timeout") {
 		t.Errorf("weir run -p 7: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	if d, err := client.Job(context.Background(), jobID(t, stdout)); err != nil || d.State != cluster.JobFailed || d.Attempt != 0 {
 		t.Errorf("the job needing 7 slots: %+v, %v", d, err)
+	}
+	// (b'') The same job in batch mode runs in stages in the 6 slots there
+	// are, and commits what the local run commits.
+	localP7 := filepath.Join(dir, "local-p7")
+	if out, err := exec.Command(wc, "-p", "7", "--input", input, "--output", localP7).CombinedOutput(); err != nil {
+		t.Fatalf("local run: %v\n%s", err, out)
+	}
+	stdout, stderr, code = cli("run", "-p", "7", wc, "--input", input, "--output", filepath.Join(dir, "p7-batch"))
+	if code != exitOK {
+		t.Fatalf("weir run -p 7 (batch): exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if d := diffLines(committedLines(t, filepath.Join(dir, "p7-batch")), committedLines(t, localP7)); d != "" {
+		t.Errorf("the batch run in 6 slots differs from the local run: %s", d)
+	}
+	if d, err := client.Job(context.Background(), jobID(t, stdout)); err != nil || d.State != cluster.JobFinished || d.Attempt != 1 || len(d.Workers) != 2 {
+		t.Errorf("the batch job at p=7: %+v, %v", d, err)
 	}
 
 	// A slow streaming job takes a savepoint and is stopped with one;

@@ -83,6 +83,9 @@ type JobPlan struct {
 		Partitioning string
 	}
 	Fingerprint string
+	// Staged: a batch job whose stages take turns in the slots it gets,
+	// so that it runs in fewer slots than SlotsNeeded.
+	Staged bool
 }
 
 // SlotsNeeded is the number of slots a job needs with slot sharing: in
@@ -787,14 +790,22 @@ func (d *dispatcher) waitForSlots(j *job) (allocation, error) {
 	}
 }
 
-// allocate takes the job's slots if the cluster has enough free ones.
+// allocate takes the job's slots if the cluster has enough free ones. A
+// job that runs in stages (and restores no savepoint, which it would
+// restore pipelined) takes as many as are free, from one up.
 func (d *dispatcher) allocate(j *job) (allocation, bool) {
-	if !j.spread {
-		if tm, _, ok := d.jm.pool.AllocateOnOne(j.id, j.slots); ok {
-			return allocation{workers: []TaskManagerInfo{tm}, placement: make([]int, j.slots)}, true
+	n := j.slots
+	if j.plan.Staged && j.sub.SavepointPath == "" {
+		if _, _, free := d.jm.pool.Totals(); free >= 1 && free < n {
+			n = free
 		}
 	}
-	slots, err := d.jm.pool.Allocate(j.id, j.slots)
+	if !j.spread {
+		if tm, _, ok := d.jm.pool.AllocateOnOne(j.id, n); ok {
+			return allocation{workers: []TaskManagerInfo{tm}, placement: make([]int, n)}, true
+		}
+	}
+	slots, err := d.jm.pool.Allocate(j.id, n)
 	if err != nil {
 		return allocation{}, false
 	}
@@ -825,6 +836,12 @@ func (d *dispatcher) deploy(j *job, attempt int, restore string, allowNonRestore
 			placement = append(placement, int32(p))
 		}
 	}
+	options := j.sub.Options
+	if len(workers) == 1 && len(j.placement) < j.slots {
+		// A staged job in fewer slots than it needs pipelined, in one
+		// worker: the worker learns them from its slot count.
+		options = append(slices.Clone(options), fmt.Sprintf("%s=%d", config.NumTaskSlots.Key, len(j.placement)))
+	}
 	token := j.dataToken
 	j.restored = nil
 	if restore != "" {
@@ -850,7 +867,7 @@ func (d *dispatcher) deploy(j *job, attempt int, restore string, allowNonRestore
 				ArtifactSha256:        j.sub.Artifact,
 				Args:                  j.sub.Args,
 				Parallelism:           int32(j.sub.Parallelism),
-				Options:               j.sub.Options,
+				Options:               options,
 				RestorePath:           restore,
 				AllowNonRestoredState: allowNonRestored,
 				Fingerprint:           j.plan.Fingerprint,

@@ -258,9 +258,10 @@ func (w *workers) deploy(a *workerAttempt, req *rpcpb.SubmitJobRequest) {
 		args = append(args, "-D", o)
 	}
 	// The JobManager restarts a failed job whole, by its restart
-	// strategy; restarting inside the worker as well would count each
-	// failure twice.
-	args = append(args, "-D", "restart-strategy.type=none")
+	// strategy; the worker knows it runs in a cluster (envWorkerAttempt)
+	// and does not restart the attempt itself, which would count each
+	// failure twice. A batch job's stages still run a failed subtask
+	// again inside the attempt.
 	if p := req.GetRestorePath(); p != "" {
 		args = append(args, "--from-savepoint", p)
 		if req.GetAllowNonRestoredState() {

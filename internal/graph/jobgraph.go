@@ -25,6 +25,10 @@ type JobGraph struct {
 	DataSets    []*IntermediateDataSet
 	Edges       []*JobEdge
 	Fingerprint string
+	// Staged: the job runs in stages (a batch job), so a cluster may give
+	// it fewer slots than its parallelism needs; set by the API, outside
+	// the fingerprint.
+	Staged bool `json:",omitempty"`
 	// Stream is the graph this one was built from; it holds the runtime
 	// factories and is not serialized.
 	Stream *StreamGraph `json:"-"`

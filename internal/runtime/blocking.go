@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/weirproject/weir/codec"
+	"github.com/weirproject/weir/internal/network"
 )
 
 // Blocking exchanges carry the data between the stages of a batch job.
@@ -87,55 +88,74 @@ func (c *blockingChannel[T]) fail(err error) error {
 }
 
 // replayBlocking reads the partition files of a consumer's input into its
-// gate, the file of gate channel i from paths[i], one after another.
+// gate, the file of gate channel i from paths[i], one after another; an
+// empty path is a channel fed from elsewhere (another worker's file).
 func replayBlocking[T any](ctx context.Context, paths []string, to *InputGate[T], c codec.Codec[T]) error {
-	var frame []byte
 	for idx, path := range paths {
-		if err := func() error {
-			f, err := os.Open(path)
-			if err != nil {
-				return fmt.Errorf("runtime: read blocking partition: %w", err)
-			}
-			defer f.Close()
-			r := bufio.NewReaderSize(f, blockingBufferSize)
-			lc := &localChannel[T]{gate: to, index: idx}
-			for {
-				n, err := binary.ReadUvarint(r)
-				if err == nil {
-					err = ctx.Err()
-				}
-				if err == nil && n > 1<<31 {
-					err = fmt.Errorf("a %d-byte buffer: %w", n, codec.ErrCorrupt)
-				}
-				if err == nil {
-					if uint64(cap(frame)) < n {
-						frame = make([]byte, n)
-					}
-					frame = frame[:n]
-					_, err = io.ReadFull(r, frame)
-				}
-				if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-					err = errors.New("the file ends before the end of its partition; was it cut short?")
-				}
-				if err != nil {
-					return fmt.Errorf("runtime: read blocking partition %s: %w", path, err)
-				}
-				out := to.pool.Get().(*Buffer[T])
-				if err := decodeBuffer(c, frame, out); err != nil {
-					return fmt.Errorf("runtime: read blocking partition %s: %w", path, err)
-				}
-				to.bytesIn.Add(int64(len(frame)))
-				end := out.Event.Kind == EventEndOfPartition
-				if err := lc.Send(ctx, out); err != nil {
-					return err
-				}
-				if end {
-					return nil
-				}
-			}
-		}(); err != nil {
+		if path == "" {
+			continue
+		}
+		lc := &localChannel[T]{gate: to, index: idx}
+		err := readBlocking(ctx, path, to.pool, c, func(b *Buffer[T], size int) error {
+			to.bytesIn.Add(int64(size))
+			return lc.Send(ctx, b)
+		})
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// serveBlocking sends a partition file to a consumer in another worker,
+// through s, as a pipelined remote channel would have sent it.
+func serveBlocking[T any](ctx context.Context, path string, s *network.Sender, pool *sync.Pool, c codec.Codec[T], maxFrame int) error {
+	ch := newRemoteChannel(s, c, pool, maxFrame)
+	return readBlocking(ctx, path, pool, c, func(b *Buffer[T], _ int) error { return ch.Send(ctx, b) })
+}
+
+// readBlocking decodes the buffers of a partition file, up to and
+// including its end of partition, and hands each, with its encoded size,
+// to send, which owns it from then on.
+func readBlocking[T any](ctx context.Context, path string, pool *sync.Pool, c codec.Codec[T], send func(*Buffer[T], int) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("runtime: read blocking partition: %w", err)
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, blockingBufferSize)
+	var frame []byte
+	for {
+		n, err := binary.ReadUvarint(r)
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err == nil && n > 1<<31 {
+			err = fmt.Errorf("a %d-byte buffer: %w", n, codec.ErrCorrupt)
+		}
+		if err == nil {
+			if uint64(cap(frame)) < n {
+				frame = make([]byte, n)
+			}
+			frame = frame[:n]
+			_, err = io.ReadFull(r, frame)
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			err = errors.New("the file ends before the end of its partition; was it cut short?")
+		}
+		if err != nil {
+			return fmt.Errorf("runtime: read blocking partition %s: %w", path, err)
+		}
+		out := pool.Get().(*Buffer[T])
+		if err := decodeBuffer(c, frame, out); err != nil {
+			return fmt.Errorf("runtime: read blocking partition %s: %w", path, err)
+		}
+		end := out.Event.Kind == EventEndOfPartition
+		if err := send(out, len(frame)); err != nil {
+			return err
+		}
+		if end {
+			return nil
+		}
+	}
 }

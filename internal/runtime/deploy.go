@@ -275,7 +275,7 @@ func (d *deployer) run(ctx context.Context, a *attempt) error {
 	for {
 		started := time.Now()
 		err := d.runAttempt(ctx, a)
-		if err == nil || ctx.Err() != nil {
+		if err == nil || ctx.Err() != nil || d.mc.ClusterRestarts {
 			return err
 		}
 		delay, giveUp := strategy.OnFailure(time.Now(), time.Since(started))

@@ -42,7 +42,7 @@ type Distribution struct {
 }
 
 func (d *Distribution) check(slots int) error {
-	if len(d.Placement) != slots {
+	if len(d.Placement) != slots || slots == 0 {
 		return fmt.Errorf("runtime: the placement names %d slots but the job needs %d; the workers run different programs or parallelisms", len(d.Placement), slots)
 	}
 	if d.Self < 0 || d.Self >= len(d.Peers) {
@@ -84,6 +84,13 @@ type controlMsg struct {
 	Iter      string
 	Aggs      [][]byte
 	Terminate bool
+	// Vertex, Subtask, Attempt, Inputs, Path, Channel, Result and Dir
+	// carry a staged batch job's runs, partition files and their ends
+	// (stageddist.go); ID numbers the run.
+	Vertex, Subtask, Attempt int
+	Inputs                   [2][]BlockingInput
+	Path, Channel, Dir       string
+	Result                   int
 }
 
 // controlLink is the leader's link to one worker, or a worker's to the
@@ -165,8 +172,8 @@ func decodeControl(dec *gob.Decoder) (controlMsg, error) {
 }
 
 // controlKinds are the messages of both directions.
-var controlKinds = []string{"trigger", "complete", "abort", "release", "prepare", "stop", "decided",
-	"ack", "waiting", "done", "handled", "prepared", "superstep"}
+var controlKinds = []string{"trigger", "complete", "abort", "release", "prepare", "stop", "decided", "run", "serve", "finish",
+	"ack", "waiting", "done", "handled", "prepared", "superstep", "ran", "finished"}
 
 func (m *controlMsg) check() error {
 	switch {
@@ -178,10 +185,19 @@ func (m *controlMsg) check() error {
 		return fmt.Errorf("checkpoint ID %d", m.ID)
 	case m.Uploaded < 0:
 		return fmt.Errorf("%d bytes uploaded", m.Uploaded)
+	case m.Vertex < 0 || m.Subtask < 0 || m.Attempt < 0 || m.Result < 0:
+		return fmt.Errorf("vertex %d, subtask %d, attempt %d, result %d", m.Vertex, m.Subtask, m.Attempt, m.Result)
 	case m.Kind == "ack" && m.Snap == nil && !m.Exited && m.Err == "":
 		// The coordinator stores the snapshot of every acknowledgement
 		// that neither declines nor reports an exit.
 		return errors.New("acknowledgement without a snapshot")
+	}
+	for _, ins := range m.Inputs {
+		for _, in := range ins {
+			if in.Worker < 0 || in.Result < 0 {
+				return fmt.Errorf("an input of worker %d, result %d", in.Worker, in.Result)
+			}
+		}
 	}
 	for h, n := range m.Sizes {
 		if n < 0 {

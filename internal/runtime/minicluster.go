@@ -42,6 +42,12 @@ type MiniCluster struct {
 	// in-progress files) never collides with an earlier attempt that may
 	// still be running somewhere.
 	FirstAttempt int
+	// ClusterRestarts says that a cluster restarts a failed attempt
+	// whole, by its own restart strategy: a pipelined job then fails at
+	// its first failure rather than restarting here too. A staged batch
+	// job still runs its failed subtasks again by the job's restart
+	// strategy; only when that gives up does the attempt fail.
+	ClusterRestarts bool
 }
 
 // CommitAuthority is the one authority that decides which attempt of a
@@ -301,7 +307,12 @@ func (mc *MiniCluster) Submit(ctx context.Context, jg *graph.JobGraph) (*Job, er
 	}
 	leader := true
 	if dist := mc.Distribution; dist != nil {
-		if err := dist.check(len(slots)); err != nil {
+		need := len(slots)
+		if staged {
+			// The stages take turns in the slots the cluster gave.
+			need = len(dist.Placement)
+		}
+		if err := dist.check(need); err != nil {
 			return nil, err
 		}
 		// Every worker writes its snapshots' files under the same job

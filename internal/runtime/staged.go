@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -24,15 +25,26 @@ import (
 // as a new attempt that reads the same stored input, while every other
 // subtask keeps its result. The partition files of finished subtasks stay
 // until the job ends.
+//
+// Spread over a cluster's workers (stageddist.go), the leader worker
+// schedules every subtask into the job's slots, wherever they are; a
+// subtask's partition files stay with the worker that wrote them, which
+// sends them over the data plane to consumers elsewhere.
 
-// staged reports whether the job runs in stages. Jobs spread over a
-// cluster's workers, jobs with iterations (whose loops run their stages
-// together) and jobs restored from a snapshot run pipelined.
+// staged reports whether the job runs in stages. Jobs with iterations
+// (whose loops run their stages together) and jobs restored from a
+// snapshot run pipelined.
 func (d *deployer) staged() bool {
-	if !isBatch(d.cfg, d.jg.Stream) || d.mc.Distribution != nil || d.mc.Restore != nil {
+	return d.mc.Restore == nil && RunsInStages(d.cfg, d.jg.Stream)
+}
+
+// RunsInStages reports whether a job runs in stages unless it restores a
+// snapshot: in batch mode, without iterations.
+func RunsInStages(cfg *config.Configuration, sg *graph.StreamGraph) bool {
+	if !isBatch(cfg, sg) {
 		return false
 	}
-	for _, n := range d.jg.Stream.Nodes {
+	for _, n := range sg.Nodes {
 		if n.Iteration != "" || n.Kind == "iteration-stream-head" || n.Kind == "iteration-stream-tail" {
 			return false
 		}
@@ -50,29 +62,64 @@ type stagedRun struct {
 	set taskSettings
 	lk  *chainLookup
 	dir string
-	// slots bounds the subtasks that run at once.
-	slots chan struct{}
-	// outputs holds the directory of each finished subtask's partition
-	// files; written by the scheduler before it starts any consumer.
-	outputs     map[subtaskKey]string
+	// self is this worker's index, 0 outside a cluster; dist and links are
+	// set on a cluster (links: the leader's to workers 1..n-1, a worker's
+	// to the leader).
+	self  int
+	dist  *Distribution
+	links []*controlLink
+	// slots holds the job slots free to run a subtask; placement gives
+	// each slot's worker.
+	slots     chan int
+	placement []int
+	// outputs holds where each finished subtask's partition files are;
+	// written by the scheduler before it starts any consumer.
+	outputs map[subtaskKey]partitionLoc
+	// attempts counts the executions of each subtask started so far.
+	attempts    map[subtaskKey]int
+	remote      remoteRuns
+	servers     *errgroup.Group
+	serveCtx    context.Context
+	channels    atomic.Int64
 	vertexIndex map[*graph.ExecutionJobVertex]int
 	resultName  map[*graph.IntermediateResult]string
+	resultIndex map[*graph.IntermediateResult]int
 	shared      *sharedObjects
 	// nextIndex numbers the tasks the job ran, for their handles.
 	nextIndex int
 }
 
+// partitionLoc is where a finished subtask's partition files are: a
+// directory of one worker.
+type partitionLoc struct {
+	worker int
+	dir    string
+}
+
 // subtaskResult is what one execution of a subtask left.
 type subtaskResult struct {
 	key    subtaskKey
-	dir    string
+	loc    partitionLoc
 	finals []FinalCommitter
-	task   *Task
-	err    error
+	// name names the execution in logs and errors.
+	name string
+	err  error
+}
+
+// BlockingInput is where one input channel of a subtask's execution reads
+// from: a partition file of this worker, or one that worker Worker sends
+// on the data plane channel named Channel.
+type BlockingInput struct {
+	Worker  int
+	Path    string
+	Channel string
+	// Result indexes the execution graph's results: the file's type.
+	Result int
 }
 
 // runStaged runs a batch job stage by stage until it finished, failed
-// for good, or ctx ended.
+// for good, or ctx ended. On a cluster only the leader schedules; the
+// other workers run what it sends them (followStaged).
 func (d *deployer) runStaged(ctx context.Context) error {
 	root := config.TmpDirs.Get(d.cfg)
 	if root == "" {
@@ -83,17 +130,13 @@ func (d *deployer) runStaged(ctx context.Context) error {
 		return fmt.Errorf("runtime: create the directory of blocking partitions under %s (io.tmp.dirs): %w", root, err)
 	}
 	defer os.RemoveAll(dir)
-	slots := config.NumTaskSlots.Get(d.cfg)
-	if slots == 0 {
-		// As many as the job needs: what it would take pipelined.
-		slots = len(d.job.Slots)
-	}
 	s := &stagedRun{
 		d: d, set: d.settings(), lk: d.lookup(), dir: dir,
-		slots:       make(chan struct{}, max(1, slots)),
-		outputs:     make(map[subtaskKey]string),
+		outputs:     make(map[subtaskKey]partitionLoc),
+		attempts:    make(map[subtaskKey]int),
 		vertexIndex: make(map[*graph.ExecutionJobVertex]int),
 		resultName:  make(map[*graph.IntermediateResult]string),
+		resultIndex: make(map[*graph.IntermediateResult]int),
 		shared:      &sharedObjects{m: make(map[string]any)},
 	}
 	for i, v := range d.eg.Vertices {
@@ -101,8 +144,35 @@ func (d *deployer) runStaged(ctx context.Context) error {
 	}
 	for i, r := range d.eg.Results {
 		s.resultName[r] = fmt.Sprintf("r%d", i)
+		s.resultIndex[r] = i
 	}
+	// Partition files sent to other workers: the senders stop with the job.
+	serveCtx, stopServing := context.WithCancel(ctx)
+	s.servers, s.serveCtx = &errgroup.Group{}, serveCtx
+	defer func() {
+		stopServing()
+		s.servers.Wait() //nolint:errcheck // a failed send fails its consumer, which reports it
+	}()
+	if dist := d.mc.Distribution; dist != nil {
+		s.dist, s.self, s.placement = dist, dist.Self, dist.Placement
+		return s.runDistributed(ctx)
+	}
+	slots := config.NumTaskSlots.Get(d.cfg)
+	if slots == 0 {
+		// As many as the job needs: what it would take pipelined.
+		slots = len(d.job.Slots)
+	}
+	s.placement = make([]int, max(1, slots))
+	s.freeSlots()
 	return s.run(ctx)
+}
+
+// freeSlots makes every slot of the placement free.
+func (s *stagedRun) freeSlots() {
+	s.slots = make(chan int, len(s.placement))
+	for i := range s.placement {
+		s.slots <- i
+	}
 }
 
 func (s *stagedRun) run(ctx context.Context) error {
@@ -116,8 +186,10 @@ func (s *stagedRun) run(ctx context.Context) error {
 	}()
 	results := make(chan subtaskResult)
 	launch := func(key subtaskKey, delay time.Duration) {
-		// On the scheduler's goroutine, which owns outputs.
-		inputs := s.inputPaths(key)
+		// On the scheduler's goroutine, which owns outputs and attempts.
+		attempt := s.attempts[key]
+		s.attempts[key]++
+		producers := s.inputLocations(key)
 		group.Go(func() error {
 			if delay > 0 {
 				select {
@@ -126,7 +198,7 @@ func (s *stagedRun) run(ctx context.Context) error {
 					return nil
 				}
 			}
-			r := s.runSubtask(gctx, key, inputs)
+			r := s.runInSlot(gctx, key, attempt, producers)
 			select {
 			case results <- r:
 			case <-gctx.Done():
@@ -183,14 +255,14 @@ func (s *stagedRun) run(ctx context.Context) error {
 				}
 				return fmt.Errorf("%v: %w", giveUp, r.err)
 			}
-			d.logger.Warn("subtask failed; running it again from its stored input", "task", r.task.Name(), "delay", delay, "err", r.err)
+			d.logger.Warn("subtask failed; running it again from its stored input", "task", r.name, "delay", delay, "err", r.err)
 			d.job.mu.Lock()
 			d.job.restarts++
 			d.job.mu.Unlock()
 			launch(r.key, delay)
 			continue
 		}
-		s.outputs[r.key] = r.dir
+		s.outputs[r.key] = r.loc
 		succeeded = append(succeeded, r)
 		finished[r.key.vertex]++
 		if finished[r.key.vertex] < d.eg.Vertices[r.key.vertex].JobVertex.Parallelism {
@@ -204,48 +276,86 @@ func (s *stagedRun) run(ctx context.Context) error {
 		}
 	}
 	// Every subtask finished: what the sinks prepared is committed now,
-	// by the executions that succeeded only.
+	// by the executions that succeeded only; on a cluster, each worker
+	// commits its own.
+	if err := s.finishWorkers(ctx); err != nil {
+		return err
+	}
 	for _, r := range succeeded {
 		for _, f := range r.finals {
 			if err := f.CommitFinal(); err != nil {
-				return r.task.wrap(fmt.Errorf("final commit: %w", err), "")
+				return fmt.Errorf("%s: final commit: %w", r.name, err)
 			}
 		}
 	}
 	return nil
 }
 
-// inputPaths returns the partition files a subtask reads, per input, in
-// the order of its gates' channels.
-func (s *stagedRun) inputPaths(key subtaskKey) [2][]string {
-	var paths [2][]string
+// runInSlot waits for a free slot and runs one execution of a subtask
+// there, in this worker or another; the producers' partition files that
+// live elsewhere are sent to the slot's worker first.
+func (s *stagedRun) runInSlot(ctx context.Context, key subtaskKey, attempt int, producers [2][]partitionFile) subtaskResult {
+	var slot int
+	select {
+	case slot = <-s.slots:
+	case <-ctx.Done():
+		return subtaskResult{key: key, err: ctx.Err()}
+	}
+	defer func() { s.slots <- slot }()
+	worker := s.placement[slot]
+	var inputs [2][]BlockingInput
+	for i, files := range producers {
+		for _, f := range files {
+			in := BlockingInput{Worker: f.worker, Path: f.path, Result: f.result}
+			if f.worker != worker {
+				in.Channel = fmt.Sprintf("blocking-%d", s.channels.Add(1))
+				if err := s.serve(f.worker, in); err != nil {
+					return subtaskResult{key: key, err: err}
+				}
+			}
+			inputs[i] = append(inputs[i], in)
+		}
+	}
+	if worker == s.self {
+		return s.runSubtask(ctx, key, attempt, inputs)
+	}
+	return s.runRemote(ctx, worker, key, attempt, inputs)
+}
+
+// partitionFile is one partition file a subtask reads, of result result.
+type partitionFile struct {
+	worker int
+	path   string
+	result int
+}
+
+// inputLocations returns the partition files a subtask reads, per input,
+// in the order of its gates' channels.
+func (s *stagedRun) inputLocations(key subtaskKey) [2][]partitionFile {
+	var files [2][]partitionFile
 	v := s.d.eg.Vertices[key.vertex]
 	for input := 1; input <= 2; input++ {
 		for _, part := range v.InputChannels(key.subtask, input) {
-			producer := subtaskKey{s.vertexIndex[part.Result.Producer], part.PartitionNumber}
-			paths[input-1] = append(paths[input-1], filepath.Join(s.outputs[producer], fmt.Sprintf("%s-c%d", s.resultName[part.Result], key.subtask)))
+			loc := s.outputs[subtaskKey{s.vertexIndex[part.Result.Producer], part.PartitionNumber}]
+			files[input-1] = append(files[input-1], partitionFile{loc.worker,
+				filepath.Join(loc.dir, fmt.Sprintf("%s-c%d", s.resultName[part.Result], key.subtask)), s.resultIndex[part.Result]})
 		}
 	}
-	return paths
+	return files
 }
 
-// runSubtask runs one execution of a subtask in a slot: its input comes
-// from the partition files of its producers, its output goes to files of
-// its own.
-func (s *stagedRun) runSubtask(ctx context.Context, key subtaskKey, inputs [2][]string) (r subtaskResult) {
+// runSubtask runs execution attempt of a subtask in this worker: its
+// input comes from the partition files of its producers, its output goes
+// to files of its own.
+func (s *stagedRun) runSubtask(ctx context.Context, key subtaskKey, attempt int, inputs [2][]BlockingInput) (r subtaskResult) {
 	r.key = key
-	select {
-	case s.slots <- struct{}{}:
-	case <-ctx.Done():
-		r.err = ctx.Err()
-		return r
-	}
-	defer func() { <-s.slots }()
 	d := s.d
 	v := d.eg.Vertices[key.vertex]
 	ev := v.TaskVertices[key.subtask]
+	r.name = ev.TaskName()
 	ex := ev.Current()
-	if ex.State() != graph.StateCreated && ex.State() != graph.StateScheduled {
+	for ex.AttemptNumber < attempt || ex.State() != graph.StateCreated && ex.State() != graph.StateScheduled {
+		// Earlier attempts ran here or, on a cluster, elsewhere.
 		slot := ex.Slot
 		ex = ev.NewAttempt()
 		ex.Slot = slot
@@ -258,16 +368,16 @@ func (s *stagedRun) runSubtask(ctx context.Context, key subtaskKey, inputs [2][]
 	d.job.mu.Unlock()
 	t := d.newTask(ctx, s.set, s.lk, v, ev, ex, index, nil, nil, nil)
 	t.shared = s.shared
-	r.task = t
+	r.name = t.Name()
 	ex.Transition(graph.StateDeploying, nil)
-	r.dir = filepath.Join(s.dir, fmt.Sprintf("v%d-s%d-a%d", key.vertex, key.subtask, ex.AttemptNumber))
+	r.loc = partitionLoc{s.self, filepath.Join(s.dir, fmt.Sprintf("v%d-s%d-a%d", key.vertex, key.subtask, ex.AttemptNumber))}
 	var files []*os.File
 	defer func() {
 		for _, f := range files {
 			f.Close() // already closed at the end of its partition
 		}
 		if r.err != nil {
-			os.RemoveAll(r.dir)
+			os.RemoveAll(r.loc.dir)
 		}
 	}()
 	fail := func(err error) subtaskResult {
@@ -275,14 +385,14 @@ func (s *stagedRun) runSubtask(ctx context.Context, key subtaskKey, inputs [2][]
 		r.err = err
 		return r
 	}
-	if err := os.Mkdir(r.dir, 0o755); err != nil {
+	if err := os.Mkdir(r.loc.dir, 0o755); err != nil {
 		return fail(fmt.Errorf("runtime: %s: %w", ev.TaskName(), err))
 	}
 	head, err := d.buildChain(t, v, s.lk, func(e *graph.StreamEdge, res *graph.IntermediateResult, types TypeOps) ([]any, error) {
 		part := res.Partitions[key.subtask]
 		chans := make([]any, len(part.Consumers))
 		for k, c := range part.Consumers {
-			f, err := os.Create(filepath.Join(r.dir, fmt.Sprintf("%s-c%d", s.resultName[res], c)))
+			f, err := os.Create(filepath.Join(r.loc.dir, fmt.Sprintf("%s-c%d", s.resultName[res], c)))
 			if err != nil {
 				return nil, fmt.Errorf("runtime: create blocking partition: %w", err)
 			}
@@ -307,7 +417,20 @@ func (s *stagedRun) runSubtask(ctx context.Context, key subtaskKey, inputs [2][]
 		g.(interface{ useTypes(TypeOps) }).useTypes(types)
 		gates[input-1] = g
 		t.gates = append(t.gates, g.(metricGate))
-		paths := inputs[input-1]
+		paths := make([]string, len(chans))
+		for idx, in := range inputs[input-1] {
+			if in.Worker == s.self {
+				paths[idx] = in.Path
+				continue
+			}
+			group.Go(func() error {
+				err := s.receive(gctx, types, g, idx, in)
+				if err != nil && gctx.Err() == nil {
+					ex.Transition(graph.StateFailed, err)
+				}
+				return err
+			})
+		}
 		group.Go(func() error {
 			err := types.ReplayBlocking(gctx, paths, g)
 			if err != nil && gctx.Err() == nil {

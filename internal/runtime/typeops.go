@@ -31,8 +31,11 @@ type TypeOps interface {
 	// partition to f and closes f at the end of the partition.
 	NewBlockingChannel(f *os.File) any
 	// ReplayBlocking reads blocking partitions into gate, an
-	// *InputGate[T], the one of channel i from paths[i].
+	// *InputGate[T], the one of channel i from paths[i] (none if empty).
 	ReplayBlocking(ctx context.Context, paths []string, gate any) error
+	// ServeBlocking sends the blocking partition at path through s to a
+	// consumer in another worker.
+	ServeBlocking(ctx context.Context, path string, s *network.Sender, maxFrame int) error
 	// NewRecordWriter returns a *RecordWriter[T] over the channels.
 	NewRecordWriter(t *Task, channels []any, kind graph.Partitioning, factory any, producer int) (any, error)
 	// FanOut combines Output[T] values into one.
@@ -82,6 +85,10 @@ func (t *Types[T]) NewBlockingChannel(f *os.File) any {
 
 func (t *Types[T]) ReplayBlocking(ctx context.Context, paths []string, gate any) error {
 	return replayBlocking(ctx, paths, gate.(*InputGate[T]), t.Codec)
+}
+
+func (t *Types[T]) ServeBlocking(ctx context.Context, path string, s *network.Sender, maxFrame int) error {
+	return serveBlocking(ctx, path, s, &t.pool, t.Codec, maxFrame)
 }
 
 func (t *Types[T]) NewRecordWriter(task *Task, channels []any, kind graph.Partitioning, factory any, producer int) (any, error) {
