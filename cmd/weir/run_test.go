@@ -399,7 +399,7 @@ func TestClusterRunJobs(t *testing.T) {
 		t.Errorf("weir run with a wrong token: exit %d\n%s", code, stderr)
 	}
 	waitOverview(t, client, 10*time.Second, "job counts", func(o cluster.Overview) bool {
-		return o.JobsFinished == 4 && o.JobsFailed == 2 && o.JobsCancelled == 1 && o.JobsRunning == 0
+		return o.JobsFinished == 5 && o.JobsFailed == 2 && o.JobsCancelled == 1 && o.JobsRunning == 0
 	})
 	ov, err := client.Overview(context.Background())
 	if err != nil || ov.TaskManagers != 2 || ov.SlotsAvailable != 6 {
