@@ -9,3 +9,5 @@ func SetDistribution(env *Environment, d *runtime.Distribution) { env.distributi
 
 // SpilledRuns counts the run files batch reduces wrote in this process.
 func SpilledRuns() int64 { return spilledRuns.Load() }
+
+func Repartitioned() int64 { return repartitioned.Load() }

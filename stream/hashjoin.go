@@ -20,9 +20,12 @@ import (
 // largest partition of either side goes to a file under io.tmp.dirs, and
 // its later records follow it there (Grace hash join). At the end each
 // partition's build records are loaded into a hash table and its probe
-// records stream past it, so memory holds one build partition at a time:
-// a build side up to hashJoinPartitions times the share. Use it when one
-// side is much smaller than the other; SortMergeJoin sorts both.
+// records stream past it, so memory holds one build partition at a time.
+// A partition whose build side exceeds the share is partitioned again by
+// another hash, up to maxHashJoinLevels times; one that still does (a key
+// with very many records) is joined in blocks of the build side that
+// fit, the probe side read once per block. Use it when one side is much
+// smaller than the other; SortMergeJoin sorts both.
 func HashJoin[K comparable, A, B, O any](probe *KeyedStream[K, A], build *KeyedStream[K, B], fn func(a A, b B, out Collector[O]) error) *Stream[O] {
 	return TransformTwoInput(Connect(probe.s, build.s), "hash-join", "HashJoin", func(oc *runtime.OperatorContext, out runtime.Output[O]) (runtime.TwoInput[A, B], error) {
 		ac, err := codec.For[A]()
@@ -55,6 +58,8 @@ type joinSide struct {
 	mem  []byte
 	file *os.File
 	w    *bufio.Writer
+	// n counts the side's encoded bytes, in memory or in its file.
+	n int64
 }
 
 type hashJoinOp[K comparable, A, B, O any] struct {
@@ -97,19 +102,17 @@ func (j *hashJoinOp[K, A, B, O]) add(k K, side int) {
 	// A record is an empty key and the encoded record: the key is the
 	// record's own, read again at the end, and the runs' reader reads
 	// (key, value) pairs.
-	var hdr [1 + binary.MaxVarintLen64]byte
-	n := 1 + binary.PutUvarint(hdr[1:], uint64(len(j.scratch)))
 	if p.file != nil {
 		// The partition's side was spilled: its records follow it.
-		p.w.Write(hdr[:n])
-		if _, err := p.w.Write(j.scratch); err != nil {
-			j.fail(fmt.Errorf("HashJoin: spill to %s: %w", p.file.Name(), err))
+		if err := p.write(j.scratch); err != nil {
+			j.fail(err)
 		}
 		return
 	}
-	p.mem = append(p.mem, hdr[:n]...)
-	p.mem = append(p.mem, j.scratch...)
-	j.held += int64(n + len(j.scratch))
+	before := len(p.mem)
+	p.mem = appendJoinRecord(p.mem, j.scratch)
+	p.n += int64(len(p.mem) - before)
+	j.held += int64(len(p.mem) - before)
 	for j.held > j.mem.share() {
 		if !j.spillLargest() {
 			break
@@ -137,7 +140,7 @@ func (j *hashJoinOp[K, A, B, O]) spillLargest() bool {
 		j.fail(fmt.Errorf("HashJoin: spill to %s: %w", dir, err))
 		return false
 	}
-	big.file, big.w = f, bufio.NewWriterSize(f, 64<<10)
+	big.file, big.w = f, bufio.NewWriterSize(f, hashJoinBufferSize)
 	if _, err := big.w.Write(big.mem); err != nil {
 		j.fail(fmt.Errorf("HashJoin: spill to %s: %w", f.Name(), err))
 	}
@@ -165,27 +168,119 @@ func (j *hashJoinOp[K, A, B, O]) Finish() error {
 	if j.failed != nil {
 		return j.failed
 	}
-	table := make(map[K][]B)
 	for i := range j.parts {
-		clear(table)
-		err := j.parts[i][1].each(func(_, val []byte) error {
-			b, _, err := j.bc.Decode(val)
-			if err != nil {
-				return fmt.Errorf("HashJoin: read build input: %w", err)
-			}
-			k := j.buildKey(b)
-			table[k] = append(table[k], b)
-			return nil
-		})
+		err := j.joinPartition(&j.parts[i][0], &j.parts[i][1], 0)
+		j.parts[i][0].close()
+		j.parts[i][1].close()
+		j.parts[i] = [2]joinSide{}
 		if err != nil {
 			return err
 		}
-		j.parts[i][1] = joinSide{}
-		if len(table) == 0 {
-			j.parts[i][0].close()
-			continue
+	}
+	return nil
+}
+
+// maxHashJoinLevels bounds how often a partition whose build side exceeds
+// the memory share is partitioned again: 32^3 partitions hold any build
+// side whose keys spread; one whose keys do not (a few keys with very
+// many records) is joined in blocks instead.
+const maxHashJoinLevels = 3
+
+// joinPartition joins the two sides of one partition, made by the
+// partitioning of level level. The caller closes both.
+func (j *hashJoinOp[K, A, B, O]) joinPartition(probe, build *joinSide, level int) error {
+	if probe.n == 0 || build.n == 0 {
+		return nil // an inner join: no pairs
+	}
+	share := j.mem.share()
+	if build.n > share && level < maxHashJoinLevels {
+		return j.repartition(probe, build, level+1)
+	}
+	return j.joinBlocks(probe, build, share)
+}
+
+// repartition splits both sides of a partition by another hash of their
+// keys into files of their own, and joins the new partitions one by one
+// (recursive partitioning, as Flink's hybrid hash join does).
+func (j *hashJoinOp[K, A, B, O]) repartition(probe, build *joinSide, level int) error {
+	var children [hashJoinPartitions][2]joinSide
+	defer func() {
+		for i := range children {
+			children[i][0].close()
+			children[i][1].close()
 		}
-		err = j.parts[i][0].each(func(_, val []byte) error {
+	}()
+	repartitioned.Add(1)
+	dir := tmpDir(j.oc.Config)
+	for side, src := range [2]*joinSide{probe, build} {
+		err := src.scan(func(_, val []byte) error {
+			var k K
+			if side == 0 {
+				a, _, err := j.ac.Decode(val)
+				if err != nil {
+					return fmt.Errorf("HashJoin: read probe input: %w", err)
+				}
+				k = j.probeKey(a)
+			} else {
+				b, _, err := j.bc.Decode(val)
+				if err != nil {
+					return fmt.Errorf("HashJoin: read build input: %w", err)
+				}
+				k = j.buildKey(b)
+			}
+			c := &children[levelHash(j.hash(k), level)%hashJoinPartitions][side]
+			if c.file == nil {
+				f, err := os.CreateTemp(dir, "weir-spill-hashjoin-")
+				if err != nil {
+					return fmt.Errorf("HashJoin: spill to %s: %w", dir, err)
+				}
+				c.file, c.w = f, bufio.NewWriterSize(f, hashJoinBufferSize)
+			}
+			return c.write(val)
+		})
+		src.close()
+		if err != nil {
+			return err
+		}
+	}
+	for i := range children {
+		if err := j.joinPartition(&children[i][0], &children[i][1], level); err != nil {
+			return err
+		}
+		children[i][0].close()
+		children[i][1].close()
+	}
+	return nil
+}
+
+// levelHash mixes a key's hash anew for each level of partitioning, so
+// that the records of one partition spread over the next level's.
+func levelHash(h uint64, level int) uint64 {
+	if level == 0 {
+		return h
+	}
+	// The finalizer of splitmix64.
+	h ^= uint64(level) * 0x9e3779b97f4a7c15
+	h = (h ^ h>>30) * 0xbf58476d1ce4e5b9
+	h = (h ^ h>>27) * 0x94d049bb133111eb
+	return h ^ h>>31
+}
+
+// joinBlocks loads the build side into hash tables of about share bytes,
+// one after another, and streams the probe side past each: once when the
+// build side fits.
+func (j *hashJoinOp[K, A, B, O]) joinBlocks(probe, build *joinSide, share int64) error {
+	table := make(map[K][]B)
+	var loaded int64
+	probeTable := func() error {
+		if len(table) == 0 {
+			return nil
+		}
+		defer func() {
+			clear(table)
+			loaded = 0
+		}()
+		return probe.scan(func(_, val []byte) error {
 			a, _, err := j.ac.Decode(val)
 			if err != nil {
 				return fmt.Errorf("HashJoin: read probe input: %w", err)
@@ -198,28 +293,61 @@ func (j *hashJoinOp[K, A, B, O]) Finish() error {
 			}
 			return nil
 		})
-		if err != nil {
-			return err
-		}
-		j.parts[i][0] = joinSide{}
 	}
+	err := build.scan(func(_, val []byte) error {
+		b, _, err := j.bc.Decode(val)
+		if err != nil {
+			return fmt.Errorf("HashJoin: read build input: %w", err)
+		}
+		k := j.buildKey(b)
+		table[k] = append(table[k], b)
+		if loaded += int64(len(val)) + entryOverhead; loaded > share {
+			return probeTable()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return probeTable()
+}
+
+// hashJoinBufferSize is the buffer of a spilled side's file.
+const hashJoinBufferSize = 64 << 10
+
+// appendJoinRecord appends a record, an empty key and the encoded value val,
+// to buf: the runs' reader reads (key, value) pairs.
+func appendJoinRecord(buf, val []byte) []byte {
+	buf = append(buf, 0)
+	buf = binary.AppendUvarint(buf, uint64(len(val)))
+	return append(buf, val...)
+}
+
+// write appends a record to the side's file.
+func (s *joinSide) write(val []byte) error {
+	var hdr [1 + binary.MaxVarintLen64]byte
+	n := 1 + binary.PutUvarint(hdr[1:], uint64(len(val)))
+	s.w.Write(hdr[:n])
+	if _, err := s.w.Write(val); err != nil {
+		return fmt.Errorf("HashJoin: spill to %s: %w", s.file.Name(), err)
+	}
+	s.n += int64(n + len(val))
 	return nil
 }
 
-// each calls fn for every record of the side, from memory or its file,
-// and then removes the file.
-func (s *joinSide) each(fn func(key, val []byte) error) error {
+// scan calls fn for every record of the side, from memory or its file;
+// it may scan again.
+func (s *joinSide) scan(fn func(key, val []byte) error) error {
 	if s.file == nil {
 		return eachEncoded(s.mem, fn)
 	}
-	defer s.close()
 	if err := s.w.Flush(); err != nil {
 		return fmt.Errorf("HashJoin: spill to %s: %w", s.file.Name(), err)
 	}
 	if _, err := s.file.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	rd := &runReader{r: bufio.NewReaderSize(s.file, 64<<10), name: s.file.Name()}
+	rd := &runReader{r: bufio.NewReaderSize(s.file, hashJoinBufferSize), name: s.file.Name()}
 	for {
 		ok, err := rd.next()
 		if err != nil {
@@ -234,7 +362,9 @@ func (s *joinSide) each(fn func(key, val []byte) error) error {
 	}
 }
 
+// close drops the side's records and removes its file.
 func (s *joinSide) close() {
+	s.mem = nil
 	if s.file != nil {
 		s.file.Close()
 		os.Remove(s.file.Name())

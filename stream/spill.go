@@ -28,6 +28,10 @@ import (
 // spilledRuns counts the runs written in this process, for tests.
 var spilledRuns atomic.Int64
 
+// repartitioned counts the hash join partitions partitioned again in this
+// process, for tests.
+var repartitioned atomic.Int64
+
 // managedMemory is the budget of one process's spilling operators in one
 // attempt; each gets an equal share of it.
 type managedMemory struct {

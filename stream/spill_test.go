@@ -113,6 +113,12 @@ func joinTables() ([]order, []customer, []string) {
 			customers = append(customers, customer{c, fmt.Sprintf("customer-%d-again", c)})
 		}
 	}
+	return orders, customers, joinReference(orders, customers)
+}
+
+// joinReference is the inner join of orders and customers, as sorted
+// "order amount name" lines.
+func joinReference(orders []order, customers []customer) []string {
 	byID := make(map[int64][]customer)
 	for _, c := range customers {
 		byID[c.ID] = append(byID[c.ID], c)
@@ -124,5 +130,5 @@ func joinTables() ([]order, []customer, []string) {
 		}
 	}
 	slices.Sort(want)
-	return orders, customers, want
+	return want
 }
