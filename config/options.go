@@ -292,6 +292,12 @@ var (
 		"Block cache of each pebble store (one per keyed operator subtask): the SST blocks, index and filter "+
 			"blocks read most recently. Too small a cache makes state reads go to the file system.")
 
+	PebbleStateCacheSize = memoryOption("state.backend.pebble.cache-size", 64<<20, 0,
+		"Cache of decoded state values in front of each pebble store (one per keyed operator subtask): value, "+
+			"reducing and aggregating states and whole lists are read once, then read and changed in memory, "+
+			"written back to the store in batches when evicted (least recently used first) and at every "+
+			"checkpoint. 0 turns it off: every state access is a store read or write.")
+
 	ManagedMemorySize = memoryOption("taskmanager.memory.managed.size", 256<<20, 1<<20,
 		"Memory budget of the operators that gather their whole input in batch mode (Reduce, Sum, Min, Max and "+
 			"their kin), shared by all of them in a process: past its share an operator sorts what it holds, "+
@@ -379,6 +385,7 @@ var catalog = []catalogOption{
 	StateFileThreshold,
 	IncrementalCheckpoints,
 	PebbleBlockCacheSize,
+	PebbleStateCacheSize,
 	ManagedMemorySize,
 	TmpDirs,
 	JobManagerStorageMaxSize,

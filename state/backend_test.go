@@ -18,7 +18,14 @@ func testKeyGroup(k string) int { return int(xxhash.Sum64String(k) % testMaxPar)
 
 func newPebble(t testing.TB) *Backend[string] {
 	t.Helper()
-	b, err := NewPebbleBackend[string](t.TempDir(), testMaxPar, testKeyGroup)
+	return newPebbleCache(t, 0)
+}
+
+// newPebbleCache returns a Pebble backend whose cache of decoded values
+// holds cacheSize bytes (0: the default; negative: no cache).
+func newPebbleCache(t testing.TB, cacheSize int64) *Backend[string] {
+	t.Helper()
+	b, err := NewPebbleBackendWithOptions(PebbleOptions[string]{Dir: t.TempDir(), MaxParallelism: testMaxPar, KeyGroup: testKeyGroup, StateCacheSize: cacheSize})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,10 +191,21 @@ func TestHeapAndPebbleAgree(t *testing.T) {
 			keys := testKeys(20)
 			heap := register(NewBackend[string]())
 			peb := register(newPebble(t))
+			// A cache of 2 KiB evicts on most operations; none reads and
+			// writes the store directly.
+			evictions := cacheEvictions.Load()
+			tiny, uncached := register(newPebbleCache(t, 2<<10)), register(newPebbleCache(t, -1))
 			for range 3000 {
-				step(t, rng, keys, heap, peb)
+				step(t, rng, keys, heap, peb, tiny, uncached)
 			}
-			compareAll(t, keys, heap, peb)
+			compareAll(t, keys, heap, peb, tiny, uncached)
+			if cacheEvictions.Load() == evictions {
+				t.Fatal("the 2 KiB cache never evicted")
+			}
+			if _, err := tiny.b.Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+			compareAll(t, keys, heap, tiny)
 
 			// Cross restores: heap -> pebble, pebble -> heap, handles
 			// registered before or after Restore.
@@ -375,7 +393,17 @@ func TestKindMismatch(t *testing.T) {
 
 // TestPebbleBeyondCache writes far more state than the block cache and the
 // memtable hold, and reads it back.
+// TestPebbleBeyondCache writes 20 MB of values with a 1 MiB block cache
+// and memtable, without a cache of decoded values and with a 1 MiB one:
+// random reads return what was written, and the store holds the data on
+// disk.
 func TestPebbleBeyondCache(t *testing.T) {
+	for _, cacheSize := range []int64{-1, 1 << 20} {
+		t.Run(fmt.Sprint("state-cache=", cacheSize), func(t *testing.T) { pebbleBeyondCache(t, cacheSize) })
+	}
+}
+
+func pebbleBeyondCache(t *testing.T, stateCache int64) {
 	n := 200_000
 	if testing.Short() {
 		n = 20_000
@@ -383,7 +411,7 @@ func TestPebbleBeyondCache(t *testing.T) {
 	parent := t.TempDir()
 	b, err := NewPebbleBackendWithOptions(PebbleOptions[string]{
 		Dir: parent, MaxParallelism: testMaxPar, KeyGroup: testKeyGroup,
-		CacheSize: 1 << 20, MemTableSize: 1 << 20,
+		CacheSize: 1 << 20, MemTableSize: 1 << 20, StateCacheSize: stateCache,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -426,12 +454,15 @@ func TestPebbleBeyondCache(t *testing.T) {
 }
 
 func BenchmarkValue(b *testing.B) {
-	for _, impl := range []string{"heap", "pebble"} {
+	for _, impl := range []string{"heap", "pebble", "pebble-uncached"} {
 		var be *Backend[string]
-		if impl == "heap" {
+		switch impl {
+		case "heap":
 			be = NewBackend[string]()
-		} else {
+		case "pebble":
 			be = newPebble(b)
+		default:
+			be = newPebbleCache(b, -1)
 		}
 		v := Value[int64](be, "v", 0)
 		keys := testKeys(10_000)

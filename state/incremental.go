@@ -120,6 +120,9 @@ func (p *pebbleStore[K]) snapshotIncremental(files SnapshotFiles) (func(context.
 	instance := inc.instance
 	inc.mu.Unlock()
 
+	if err := p.flushCache(); err != nil {
+		return nil, err
+	}
 	if err := p.db.Flush(); err != nil {
 		return nil, fmt.Errorf("state: flush pebble store: %w", err)
 	}
@@ -329,6 +332,9 @@ func openAside[K comparable](dir string, snap *incrementalSnapshot) (*pebbleStor
 
 // empty reports whether nothing was ever written to the store.
 func (p *pebbleStore[K]) empty() bool {
+	if p.flushCache() != nil {
+		return false
+	}
 	it, err := p.db.NewIter(nil)
 	if err != nil {
 		return false
@@ -343,6 +349,10 @@ func (p *pebbleStore[K]) empty() bool {
 func (p *pebbleStore[K]) adopt(dir string, snap *incrementalSnapshot) error {
 	if snap.MaxParallelism != p.maxPar {
 		return fmt.Errorf("state: snapshot has %d key groups, the store %d", snap.MaxParallelism, p.maxPar)
+	}
+	// The cache's keys name the states by their old IDs.
+	if err := p.dropCache(); err != nil {
+		return err
 	}
 	if err := p.db.Close(); err != nil {
 		return fmt.Errorf("state: %w", err)
@@ -359,6 +369,9 @@ func (p *pebbleStore[K]) adopt(dir string, snap *incrementalSnapshot) error {
 		return fmt.Errorf("state: open restored store: %w", err)
 	}
 	p.db = db
+	if p.cache != nil {
+		p.cache.db = db
+	}
 	p.curValid = false
 	next := snap.NextID
 	byName := make(map[string]incrementalStateMeta, len(snap.States))

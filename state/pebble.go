@@ -31,6 +31,10 @@ type PebbleOptions[K comparable] struct {
 	CacheSize int64
 	// MemTableSize is the memtable size in bytes (default 4 MiB).
 	MemTableSize uint64
+	// StateCacheSize bounds the cache of decoded values in front of the
+	// store (see cache.go), in bytes: 0 means the default, 64 MiB; a
+	// negative size turns the cache off.
+	StateCacheSize int64
 }
 
 // NewPebbleBackend returns an empty backend that stores its state in a
@@ -85,8 +89,18 @@ func NewPebbleBackendWithOptions[K comparable](o PebbleOptions[K]) (*Backend[K],
 	cache.Ref() // kept for reopening the store on restore; released by close
 	b.p = &pebbleStore[K]{db: db, dir: dir, kc: kc, keyGroup: o.KeyGroup, maxPar: o.MaxParallelism,
 		meta: make(map[string]*pMeta), opts: opts}
+	switch {
+	case o.StateCacheSize == 0:
+		b.p.cache = newStateCache(db, DefaultStateCacheSize)
+	case o.StateCacheSize > 0:
+		b.p.cache = newStateCache(db, o.StateCacheSize)
+	}
 	return b, nil
 }
+
+// DefaultStateCacheSize is the default bound of a Pebble backend's cache
+// of decoded values.
+const DefaultStateCacheSize = 64 << 20
 
 // quietLogger drops Pebble's informational messages.
 type quietLogger struct{}
@@ -112,6 +126,25 @@ type pebbleStore[K comparable] struct {
 	curValid bool
 	kbuf     []byte // scratch store key
 	vbuf     []byte // scratch value
+	// cache holds decoded values in front of the store; nil when off.
+	cache *stateCache
+}
+
+// flushCache writes back the cache's changes: the store then holds every
+// change.
+func (p *pebbleStore[K]) flushCache() error {
+	if p.cache == nil {
+		return nil
+	}
+	return p.cache.flush()
+}
+
+// dropCache writes back the cache's changes and empties it.
+func (p *pebbleStore[K]) dropCache() error {
+	if p.cache == nil {
+		return nil
+	}
+	return p.cache.drop()
 }
 
 type pMeta struct {
@@ -259,28 +292,163 @@ func (h *pHandle[K]) del(key []byte) {
 	}
 }
 
-type pValue[K comparable, T any] struct {
-	pHandle[K]
-	c   codec.Codec[T]
-	def T
+// newValueCache returns the cache index of a state of single values, or
+// nil when the store has no cache.
+func newValueCache[K comparable, T any](p *pebbleStore[K], c codec.Codec[T]) *cached[T] {
+	if p.cache == nil {
+		return nil
+	}
+	var buf []byte
+	return &cached[T]{cache: p.cache, m: make(map[string]*cachedValue[T]), encode: func(batch *pebble.Batch, key []byte, v T, ok bool) (int, error) {
+		if !ok {
+			return 0, batch.Delete(key, nil)
+		}
+		buf = c.Append(buf[:0], v)
+		return len(buf), batch.Set(key, buf, nil)
+	}}
 }
 
+// newListCache returns the cache index of a list state, or nil.
+func newListCache[K comparable, T any](p *pebbleStore[K], c codec.Codec[T]) *cached[[]T] {
+	if p.cache == nil {
+		return nil
+	}
+	var buf []byte
+	return &cached[[]T]{cache: p.cache, m: make(map[string]*cachedValue[[]T]), encode: func(batch *pebble.Batch, key []byte, v []T, ok bool) (int, error) {
+		if !ok || len(v) == 0 {
+			return 0, batch.Delete(key, nil)
+		}
+		buf = appendList(buf[:0], c, v)
+		return len(buf), batch.Set(key, buf, nil)
+	}}
+}
+
+// loadCached returns the cache entry of the current key, reading and
+// decoding it from the store on a miss.
+func loadCached[K comparable, T any](h *pHandle[K], c *cached[T], decode func([]byte) (T, error)) *cachedValue[T] {
+	key := h.key()
+	if e := c.lookup(key); e != nil {
+		return e
+	}
+	var v T
+	size := 0
+	ok := h.getRaw(key, func(raw []byte) error {
+		size = len(raw)
+		var err error
+		v, err = decode(raw)
+		return err
+	})
+	e, err := c.insert(key, v, ok, size, false)
+	if err != nil {
+		h.fail(err)
+	}
+	return e
+}
+
+// setCached sets the current key's value (ok) or its absence in the cache,
+// without reading the store. A new entry's size is measured by encoding
+// its value (size); an entry's later changes are measured when it is
+// written back.
+func setCached[K comparable, T any](h *pHandle[K], c *cached[T], v T, ok bool, size func(T) int) {
+	key := h.key()
+	if e := c.lookup(key); e != nil {
+		was := e.ok
+		e.v, e.ok = v, ok
+		c.cache.markDirty(&e.cacheEntry)
+		if ok && !was {
+			// A key read as absent gets a value: measure it.
+			if err := c.cache.resize(&e.cacheEntry, int64(size(v))); err != nil {
+				h.fail(err)
+			}
+		}
+		return
+	}
+	n := 0
+	if ok {
+		n = size(v)
+		key = h.key() // size used the scratch buffers
+	}
+	if _, err := c.insert(key, v, ok, n, true); err != nil {
+		h.fail(err)
+	}
+}
+
+// storeCached stores v in entry e, which the caller read before calling
+// user code; if that code evicted e, or e was absent, v goes in as
+// setCached puts it.
+func storeCached[K comparable, T any](h *pHandle[K], c *cached[T], e *cachedValue[T], v T, size func(T) int) {
+	if e.prev == nil || !e.ok {
+		setCached(h, c, v, true, size)
+		return
+	}
+	e.v = v
+	c.cache.markDirty(&e.cacheEntry)
+}
+
+// encodedSize is v's encoded size, measured in the store's scratch value.
+func encodedSize[K comparable, T any](p *pebbleStore[K], c codec.Codec[T], v T) int {
+	p.vbuf = c.Append(p.vbuf[:0], v)
+	return len(p.vbuf)
+}
+
+type pValue[K comparable, T any] struct {
+	pHandle[K]
+	c     codec.Codec[T]
+	def   T
+	cache *cached[T]
+}
+
+func (s *pValue[K, T]) decode(raw []byte) (T, error) { return decodeAll(s.c, raw) }
+func (s *pValue[K, T]) size(v T) int                 { return encodedSize(s.p, s.c, v) }
+
 func (s *pValue[K, T]) Value() (T, bool) {
+	if s.cache != nil {
+		if e := loadCached(&s.pHandle, s.cache, s.decode); e.ok {
+			return e.v, true
+		}
+		return s.def, false
+	}
 	v, ok := pGet(&s.pHandle, s.c, s.key())
 	if !ok {
 		return s.def, false
 	}
 	return v, true
 }
-func (s *pValue[K, T]) Update(v T) { pPut(&s.pHandle, s.c, s.key(), v) }
-func (s *pValue[K, T]) Clear()     { s.del(s.key()) }
+
+func (s *pValue[K, T]) Update(v T) {
+	if s.cache != nil {
+		setCached(&s.pHandle, s.cache, v, true, s.size)
+		return
+	}
+	pPut(&s.pHandle, s.c, s.key(), v)
+}
+
+func (s *pValue[K, T]) Clear() {
+	if s.cache != nil {
+		var zero T
+		setCached(&s.pHandle, s.cache, zero, false, nil)
+		return
+	}
+	s.del(s.key())
+}
 
 type pList[K comparable, T any] struct {
 	pHandle[K]
-	c codec.Codec[T]
+	c     codec.Codec[T]
+	cache *cached[[]T]
+}
+
+func (s *pList[K, T]) decode(raw []byte) ([]T, error) { return decodeList(s.c, raw) }
+
+func (s *pList[K, T]) size(vs []T) int {
+	s.p.vbuf = appendList(s.p.vbuf[:0], s.c, vs)
+	return len(s.p.vbuf)
 }
 
 func (s *pList[K, T]) Get() []T {
+	if s.cache != nil {
+		return loadCached(&s.pHandle, s.cache, s.decode).v
+	}
 	var out []T
 	s.getRaw(s.key(), func(v []byte) error {
 		var err error
@@ -293,6 +461,16 @@ func (s *pList[K, T]) Get() []T {
 // Add appends with a merge (Pebble's default merger concatenates), without
 // reading the list.
 func (s *pList[K, T]) Add(v T) {
+	if s.cache != nil {
+		if e := s.cache.lookup(s.key()); e != nil {
+			e.v, e.ok = append(e.v, v), true
+			s.cache.cache.markDirty(&e.cacheEntry)
+			if err := s.cache.cache.resize(&e.cacheEntry, int64(encodedSize(s.p, s.c, v))); err != nil {
+				s.fail(err)
+			}
+			return
+		}
+	}
 	s.p.vbuf = s.c.Append(s.p.vbuf[:0], v)
 	if err := s.p.db.Merge(s.key(), s.p.vbuf, pebble.NoSync); err != nil {
 		s.fail(err)
@@ -304,13 +482,28 @@ func (s *pList[K, T]) Update(vs []T) {
 		s.Clear()
 		return
 	}
+	if s.cache != nil {
+		if e := s.cache.lookup(s.key()); e == nil || !sameArray(e.v, vs) {
+			// A list that Get returned and the caller changed in place
+			// is the state's own already.
+			vs = slices.Clone(vs)
+		}
+		setCached(&s.pHandle, s.cache, vs, true, s.size)
+		return
+	}
 	s.p.vbuf = appendList(s.p.vbuf[:0], s.c, vs)
 	if err := s.p.db.Set(s.key(), s.p.vbuf, pebble.NoSync); err != nil {
 		s.fail(err)
 	}
 }
 
-func (s *pList[K, T]) Clear() { s.del(s.key()) }
+func (s *pList[K, T]) Clear() {
+	if s.cache != nil {
+		setCached(&s.pHandle, s.cache, nil, false, nil)
+		return
+	}
+	s.del(s.key())
+}
 
 type pMap[K, MK comparable, MV any] struct {
 	pHandle[K]
@@ -382,11 +575,29 @@ type pReducing[K comparable, T any] struct {
 	pHandle[K]
 	c      codec.Codec[T]
 	reduce func(a, b T) T
+	cache  *cached[T]
 }
 
-func (s *pReducing[K, T]) Get() (T, bool) { return pGet(&s.pHandle, s.c, s.key()) }
+func (s *pReducing[K, T]) decode(raw []byte) (T, error) { return decodeAll(s.c, raw) }
+func (s *pReducing[K, T]) size(v T) int                 { return encodedSize(s.p, s.c, v) }
+
+func (s *pReducing[K, T]) Get() (T, bool) {
+	if s.cache != nil {
+		e := loadCached(&s.pHandle, s.cache, s.decode)
+		return e.v, e.ok
+	}
+	return pGet(&s.pHandle, s.c, s.key())
+}
 
 func (s *pReducing[K, T]) Add(v T) {
+	if s.cache != nil {
+		e := loadCached(&s.pHandle, s.cache, s.decode)
+		if e.ok {
+			v = s.reduce(e.v, v)
+		}
+		storeCached(&s.pHandle, s.cache, e, v, s.size)
+		return
+	}
 	key := s.key()
 	if old, ok := pGet(&s.pHandle, s.c, key); ok {
 		v = s.reduce(old, v)
@@ -395,7 +606,14 @@ func (s *pReducing[K, T]) Add(v T) {
 	pPut(&s.pHandle, s.c, key, v)
 }
 
-func (s *pReducing[K, T]) Clear() { s.del(s.key()) }
+func (s *pReducing[K, T]) Clear() {
+	if s.cache != nil {
+		var zero T
+		setCached(&s.pHandle, s.cache, zero, false, nil)
+		return
+	}
+	s.del(s.key())
+}
 
 type pAggregating[K comparable, IN, ACC, OUT any] struct {
 	pHandle[K]
@@ -403,9 +621,21 @@ type pAggregating[K comparable, IN, ACC, OUT any] struct {
 	add    func(ACC, IN) ACC
 	result func(ACC) OUT
 	zero   func() ACC
+	cache  *cached[ACC]
 }
 
+func (s *pAggregating[K, IN, ACC, OUT]) decode(raw []byte) (ACC, error) { return decodeAll(s.c, raw) }
+func (s *pAggregating[K, IN, ACC, OUT]) size(v ACC) int                 { return encodedSize(s.p, s.c, v) }
+
 func (s *pAggregating[K, IN, ACC, OUT]) Get() (OUT, bool) {
+	if s.cache != nil {
+		e := loadCached(&s.pHandle, s.cache, s.decode)
+		if !e.ok {
+			var zero OUT
+			return zero, false
+		}
+		return s.result(e.v), true
+	}
 	acc, ok := pGet(&s.pHandle, s.c, s.key())
 	if !ok {
 		var zero OUT
@@ -415,6 +645,15 @@ func (s *pAggregating[K, IN, ACC, OUT]) Get() (OUT, bool) {
 }
 
 func (s *pAggregating[K, IN, ACC, OUT]) Add(v IN) {
+	if s.cache != nil {
+		e := loadCached(&s.pHandle, s.cache, s.decode)
+		acc := e.v
+		if !e.ok {
+			acc = s.zero()
+		}
+		storeCached(&s.pHandle, s.cache, e, s.add(acc, v), s.size)
+		return
+	}
 	acc, ok := pGet(&s.pHandle, s.c, s.key())
 	if !ok {
 		acc = s.zero()
@@ -423,7 +662,14 @@ func (s *pAggregating[K, IN, ACC, OUT]) Add(v IN) {
 	pPut(&s.pHandle, s.c, s.key(), acc)
 }
 
-func (s *pAggregating[K, IN, ACC, OUT]) Clear() { s.del(s.key()) }
+func (s *pAggregating[K, IN, ACC, OUT]) Clear() {
+	if s.cache != nil {
+		var zero ACC
+		setCached(&s.pHandle, s.cache, zero, false, nil)
+		return
+	}
+	s.del(s.key())
+}
 
 // sortedMeta returns the known states by name.
 func (p *pebbleStore[K]) sortedMeta() []string {
@@ -440,6 +686,9 @@ func (p *pebbleStore[K]) sortedMeta() []string {
 // the map key suffix and value of each entry, in order. The slices are
 // valid only during the call.
 func (p *pebbleStore[K]) scan(m *pMeta, fn func(kb []byte, pairs [][2][]byte) error) error {
+	if err := p.flushCache(); err != nil {
+		return err
+	}
 	lo, hi := idBounds(m.id)
 	it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
@@ -534,6 +783,9 @@ func (p *pebbleStore[K]) len(b *Backend[K]) int {
 func (p *pebbleStore[K]) restoreState(st snapState, keep func(K) bool) error {
 	m, err := p.metaFor(st.name, st.kind)
 	if err != nil {
+		return err
+	}
+	if err := p.dropCache(); err != nil {
 		return err
 	}
 	batch := p.db.NewBatch()

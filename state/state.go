@@ -231,7 +231,8 @@ func Value[T any, K comparable](b *Backend[K], name string, def T) ValueState[T]
 	}
 	var s ValueState[T]
 	if b.p != nil {
-		s = &pValue[K, T]{pHandle: b.p.handle(b, name, kindValue), c: mustCodec[T](), def: def}
+		c := mustCodec[T]()
+		s = &pValue[K, T]{pHandle: b.p.handle(b, name, kindValue), c: c, def: def, cache: newValueCache(b.p, c)}
 	} else {
 		s = &valueState[K, T]{b: b, m: make(map[K]T), def: def}
 	}
@@ -246,7 +247,8 @@ func List[T any, K comparable](b *Backend[K], name string) ListState[T] {
 	}
 	var s ListState[T]
 	if b.p != nil {
-		s = &pList[K, T]{pHandle: b.p.handle(b, name, kindList), c: mustCodec[T]()}
+		c := mustCodec[T]()
+		s = &pList[K, T]{pHandle: b.p.handle(b, name, kindList), c: c, cache: newListCache(b.p, c)}
 	} else {
 		s = &listState[K, T]{b: b, m: make(map[K][]T)}
 	}
@@ -278,7 +280,8 @@ func Reducing[T any, K comparable](b *Backend[K], name string, reduce func(a, b 
 	}
 	var s ReducingState[T]
 	if b.p != nil {
-		s = &pReducing[K, T]{pHandle: b.p.handle(b, name, kindValue), c: mustCodec[T](), reduce: reduce}
+		c := mustCodec[T]()
+		s = &pReducing[K, T]{pHandle: b.p.handle(b, name, kindValue), c: c, reduce: reduce, cache: newValueCache(b.p, c)}
 	} else {
 		s = &reducingState[K, T]{b: b, m: make(map[K]T), reduce: reduce}
 	}
@@ -296,7 +299,8 @@ func Aggregating[IN, ACC, OUT any, K comparable](b *Backend[K], name string, add
 	}
 	var s AggregatingState[IN, OUT]
 	if b.p != nil {
-		s = &pAggregating[K, IN, ACC, OUT]{pHandle: b.p.handle(b, name, kindValue), c: mustCodec[ACC](), add: add, result: result, zero: zero}
+		c := mustCodec[ACC]()
+		s = &pAggregating[K, IN, ACC, OUT]{pHandle: b.p.handle(b, name, kindValue), c: c, add: add, result: result, zero: zero, cache: newValueCache(b.p, c)}
 	} else {
 		s = &aggregatingState[K, IN, ACC, OUT]{b: b, m: make(map[K]ACC), add: add, result: result, zero: zero}
 	}

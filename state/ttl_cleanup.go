@@ -90,6 +90,10 @@ func dropExpiredEntries[K, MK comparable, MV any](m map[K]map[MK]Expiring[MV], n
 // value is deleted. Value and map states store one Expiring per store
 // entry (a map, one per map key), list states a key's whole list.
 func (h *pHandle[K]) sweep(rewrite func(v []byte) ([]byte, bool, error)) error {
+	// The sweep rewrites the store under the cache.
+	if err := h.p.dropCache(); err != nil {
+		return err
+	}
 	db := h.p.db
 	lo, hi := idBounds(h.m.id)
 	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})

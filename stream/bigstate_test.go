@@ -161,7 +161,8 @@ func TestBigStateChild(t *testing.T) {
 		"io.tmp.dirs", tmpDirs,
 		"state.checkpoints.dir", filepath.Join(dir, "checkpoints"),
 		"execution.checkpointing.interval", "2 s",
-		"state.backend.pebble.block-cache-size", "8 mb")
+		"state.backend.pebble.block-cache-size", "8 mb",
+		"state.backend.pebble.cache-size", "8 mb")
 	n := int64(bigStateKeys * bigStateRounds)
 	src := stream.FromSource[int64](env, &stream.Generator[int64]{Count: n, Fn: func(i int64) int64 { return i }}, "numbers")
 	var checked atomic.Int64

@@ -173,6 +173,7 @@ func newStateBackend[K comparable](oc *runtime.OperatorContext, hash runtime.Key
 		MaxParallelism: maxP,
 		KeyGroup:       func(k K) int { return runtime.KeyGroupFor(hash(k), maxP) },
 		CacheSize:      config.PebbleBlockCacheSize.Get(oc.Config),
+		StateCacheSize: stateCacheSize(oc.Config),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pebble state backend in %s: %w", dir, err)
@@ -182,6 +183,15 @@ func newStateBackend[K comparable](oc *runtime.OperatorContext, hash runtime.Key
 	oc.Gauge("stateMemTableBytes", func() int64 { return b.Metrics().MemTableBytes })
 	oc.Gauge("stateBlockCacheBytes", func() int64 { return b.Metrics().BlockCacheBytes })
 	return b, nil
+}
+
+// stateCacheSize is the Pebble backend's cache of decoded values, in
+// PebbleOptions' terms: negative for none.
+func stateCacheSize(cfg *config.Configuration) int64 {
+	if n := config.PebbleStateCacheSize.Get(cfg); n > 0 {
+		return n
+	}
+	return -1
 }
 
 // begin scopes state and timers to key for a record with timestamp ts.

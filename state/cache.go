@@ -1,0 +1,248 @@
+package state
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// The Pebble backend keeps a cache of decoded values in front of the
+// store (what RisingWave and Arroyo do in front of their LSMs, and what
+// RocksDB's users miss in Flink): value, reducing and aggregating states
+// and whole lists are read from the store once, then served and changed
+// in memory, with no encoding, until they are evicted, least recently
+// used first, or a snapshot needs the store to hold everything. A changed
+// entry is dirty until it is written back: on eviction (in batches) and
+// in the synchronous part of every snapshot, so that snapshots, full or
+// incremental, read a store that holds every change, and an incremental
+// one uploads only the files the written-back changes made. A key that
+// is not in the store is cached as absent, so that a new key costs one
+// store read; a blind write (Update, Clear) reads nothing.
+//
+// Map states are not cached: their entries are read and written one by
+// one in the store, and Range iterates the store in order. A list that is
+// not cached takes Add as a merge, without reading the list.
+//
+// The cache's size counts each entry's store key, its value's encoded
+// size when last read or written back (changes in between are estimated)
+// and a fixed overhead; it is bounded by PebbleOptions.StateCacheSize.
+
+// cacheEntryOverhead approximates what an entry costs beyond its key and
+// value: the entry, its map slot and its list links.
+const cacheEntryOverhead = 96
+
+// cacheEntry is one cached store key; the typed entry of its state embeds
+// it.
+type cacheEntry struct {
+	prev, next *cacheEntry
+	owner      cachedState
+	key        string
+	size       int64
+	// dirtyAt is the entry's index in the cache's dirty list plus one, or
+	// 0 when the entry is clean.
+	dirtyAt int
+}
+
+func (e *cacheEntry) dirty() bool { return e.dirtyAt > 0 }
+
+// cachedState is a state handle with entries in the cache.
+type cachedState interface {
+	// writeBack adds the entry's current value, or its deletion, to batch.
+	writeBack(e *cacheEntry, batch *pebble.Batch) error
+	// forget removes the entry from the state's index.
+	forget(e *cacheEntry)
+	// forgetAll empties the state's index.
+	forgetAll()
+}
+
+// stateCache is the store's cache: entries in order of use, the most
+// recent first.
+type stateCache struct {
+	db       *pebble.DB
+	head     cacheEntry // sentinel: head.next is the most recent entry
+	bytes    int64
+	capacity int64
+	// dirty lists the dirty entries; an evicted entry leaves it at once,
+	// so that it does not keep its value until the next flush.
+	dirty  []*cacheEntry
+	owners map[cachedState]bool
+}
+
+func newStateCache(db *pebble.DB, capacity int64) *stateCache {
+	c := &stateCache{db: db, capacity: capacity, owners: make(map[cachedState]bool)}
+	c.head.prev, c.head.next = &c.head, &c.head
+	return c
+}
+
+// touch makes e the most recently used entry.
+func (c *stateCache) touch(e *cacheEntry) {
+	if c.head.next == e {
+		return
+	}
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = &c.head, c.head.next
+	c.head.next.prev = e
+	c.head.next = e
+}
+
+// add inserts a new entry as the most recently used one, then evicts
+// entries past the capacity (never e itself).
+func (c *stateCache) add(e *cacheEntry) error {
+	e.prev, e.next = &c.head, c.head.next
+	c.head.next.prev = e
+	c.head.next = e
+	c.bytes += e.size
+	c.owners[e.owner] = true
+	if c.bytes > c.capacity {
+		return c.evict()
+	}
+	return nil
+}
+
+// resize changes an entry's size by delta.
+func (c *stateCache) resize(e *cacheEntry, delta int64) error {
+	e.size += delta
+	c.bytes += delta
+	if c.bytes > c.capacity {
+		return c.evict()
+	}
+	return nil
+}
+
+// markDirty records that e changed.
+func (c *stateCache) markDirty(e *cacheEntry) {
+	if e.dirtyAt == 0 {
+		c.dirty = append(c.dirty, e)
+		e.dirtyAt = len(c.dirty)
+	}
+}
+
+// markClean takes e off the dirty list.
+func (c *stateCache) markClean(e *cacheEntry) {
+	i := e.dirtyAt - 1
+	last := c.dirty[len(c.dirty)-1]
+	c.dirty[i], last.dirtyAt = last, i+1
+	c.dirty[len(c.dirty)-1] = nil
+	c.dirty = c.dirty[:len(c.dirty)-1]
+	e.dirtyAt = 0
+}
+
+// evict removes the least recently used entries until the cache holds
+// 7/8 of its capacity, writing back the dirty ones in one batch: evicting
+// a little more than needed makes the batches, and so the writes, larger.
+func (c *stateCache) evict() error {
+	batch := c.db.NewBatch()
+	defer batch.Close()
+	target := c.capacity - c.capacity/8
+	for c.bytes > target && c.head.prev != c.head.next {
+		e := c.head.prev
+		if e.dirty() {
+			if err := e.owner.writeBack(e, batch); err != nil {
+				return err
+			}
+			c.markClean(e)
+		}
+		e.prev.next, e.next.prev = e.next, e.prev
+		e.prev, e.next = nil, nil
+		c.bytes -= e.size
+		e.owner.forget(e)
+	}
+	cacheEvictions.Add(1)
+	return batch.Commit(pebble.NoSync)
+}
+
+// flush writes back every dirty entry, which stays cached.
+func (c *stateCache) flush() error {
+	if len(c.dirty) == 0 {
+		return nil
+	}
+	batch := c.db.NewBatch()
+	defer batch.Close()
+	for _, e := range c.dirty {
+		if err := e.owner.writeBack(e, batch); err != nil {
+			return err
+		}
+		e.dirtyAt = 0
+	}
+	clear(c.dirty)
+	c.dirty = c.dirty[:0]
+	if err := batch.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("state: write back cached state: %w", err)
+	}
+	return nil
+}
+
+// drop writes back the dirty entries and empties the cache: the store is
+// about to change under it (a restore, the removal of expired entries).
+func (c *stateCache) drop() error {
+	if err := c.flush(); err != nil {
+		return err
+	}
+	for o := range c.owners {
+		o.forgetAll()
+	}
+	clear(c.owners)
+	c.head.prev, c.head.next = &c.head, &c.head
+	c.bytes = 0
+	return nil
+}
+
+// cached is the typed index of one state's cache entries.
+type cached[T any] struct {
+	cache *stateCache
+	m     map[string]*cachedValue[T]
+	// encode writes a value (ok) or its deletion into batch under key,
+	// and returns the value's encoded size.
+	encode func(batch *pebble.Batch, key []byte, v T, ok bool) (int, error)
+}
+
+// cachedValue is a cached store key's value; ok is false for a key known
+// to be absent.
+type cachedValue[T any] struct {
+	cacheEntry
+	v  T
+	ok bool
+}
+
+// writeBack writes the entry and measures it anew: changes since it was
+// cached may have grown it. The cache evicts by the new size later.
+func (c *cached[T]) writeBack(e *cacheEntry, batch *pebble.Batch) error {
+	v := c.m[e.key]
+	n, err := c.encode(batch, []byte(e.key), v.v, v.ok)
+	if err != nil {
+		return err
+	}
+	size := int64(len(e.key)+n) + cacheEntryOverhead
+	c.cache.bytes += size - e.size
+	e.size = size
+	return nil
+}
+
+func (c *cached[T]) forget(e *cacheEntry) { delete(c.m, e.key) }
+func (c *cached[T]) forgetAll()           { clear(c.m) }
+
+// lookup returns the cached entry of key, as the most recently used, or
+// nil.
+func (c *cached[T]) lookup(key []byte) *cachedValue[T] {
+	e := c.m[string(key)]
+	if e != nil {
+		c.cache.touch(&e.cacheEntry)
+	}
+	return e
+}
+
+// insert caches v (ok) or the absence of key, with its encoded size, as
+// dirty or as read from the store.
+func (c *cached[T]) insert(key []byte, v T, ok bool, size int, dirty bool) (*cachedValue[T], error) {
+	e := &cachedValue[T]{cacheEntry: cacheEntry{owner: c, key: string(key),
+		size: int64(len(key)+size) + cacheEntryOverhead}, v: v, ok: ok}
+	c.m[e.key] = e
+	if dirty {
+		c.cache.markDirty(&e.cacheEntry)
+	}
+	return e, c.cache.add(&e.cacheEntry)
+}
+
+// cacheEvictions counts the cache's evictions in this process, for tests.
+var cacheEvictions atomic.Int64
