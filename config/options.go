@@ -293,8 +293,8 @@ var (
 			"blocks read most recently. Too small a cache makes state reads go to the file system.")
 
 	PebbleStateCacheSize = memoryOption("state.backend.pebble.cache-size", 64<<20, 0,
-		"Cache of decoded state values in front of each pebble store (one per keyed operator subtask): value, "+
-			"reducing and aggregating states and whole lists are read once, then read and changed in memory, "+
+		"Cache of decoded state values in front of each pebble store (one per keyed operator subtask): values, "+
+			"whole lists and map entries are read once, then read and changed in memory, "+
 			"written back to the store in batches when evicted (least recently used first) and at every "+
 			"checkpoint. 0 turns it off: every state access is a store read or write.")
 

@@ -20,9 +20,11 @@ import (
 // is not in the store is cached as absent, so that a new key costs one
 // store read; a blind write (Update, Clear) reads nothing.
 //
-// Map states are not cached: their entries are read and written one by
-// one in the store, and Range iterates the store in order. A list that is
-// not cached takes Add as a merge, without reading the list.
+// Map states cache their entries one by one, by store key; Range first
+// writes the cache's changes back and then iterates the store in order,
+// and Clear forgets the key's cached entries before it removes its range.
+// A list that is not cached takes Add as a merge, without reading the
+// list.
 //
 // The cache's size counts each entry's store key, its value's encoded
 // size when last read or written back (changes in between are estimated)
@@ -150,6 +152,18 @@ func (c *stateCache) evict() error {
 	}
 	cacheEvictions.Add(1)
 	return batch.Commit(pebble.NoSync)
+}
+
+// remove takes an entry out of the cache without writing it back: the
+// store is about to drop it.
+func (c *stateCache) remove(e *cacheEntry) {
+	if e.dirty() {
+		c.markClean(e)
+	}
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
+	c.bytes -= e.size
+	e.owner.forget(e)
 }
 
 // flush writes back every dirty entry, which stays cached.

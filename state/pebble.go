@@ -308,6 +308,11 @@ func newValueCache[K comparable, T any](p *pebbleStore[K], c codec.Codec[T]) *ca
 	}}
 }
 
+// newMapCache returns the cache index of a map state's entries, or nil.
+func newMapCache[K comparable, MV any](p *pebbleStore[K], c codec.Codec[MV]) *cached[MV] {
+	return newValueCache(p, c)
+}
+
 // newListCache returns the cache index of a list state, or nil.
 func newListCache[K comparable, T any](p *pebbleStore[K], c codec.Codec[T]) *cached[[]T] {
 	if p.cache == nil {
@@ -509,6 +514,8 @@ type pMap[K, MK comparable, MV any] struct {
 	pHandle[K]
 	kc codec.Codec[MK]
 	vc codec.Codec[MV]
+	// cache holds map entries one by one, by their store keys.
+	cache *cached[MV]
 }
 
 func (s *pMap[K, MK, MV]) entryKey(k MK) []byte {
@@ -517,14 +524,127 @@ func (s *pMap[K, MK, MV]) entryKey(k MK) []byte {
 	return s.p.kbuf
 }
 
-func (s *pMap[K, MK, MV]) Get(k MK) (MV, bool) { return pGet(&s.pHandle, s.vc, s.entryKey(k)) }
-func (s *pMap[K, MK, MV]) Put(k MK, v MV)      { pPut(&s.pHandle, s.vc, s.entryKey(k), v) }
-func (s *pMap[K, MK, MV]) Remove(k MK)         { s.del(s.entryKey(k)) }
-func (s *pMap[K, MK, MV]) Contains(k MK) bool  { return s.getRaw(s.entryKey(k), nil) }
+func (s *pMap[K, MK, MV]) decode(raw []byte) (MV, error) { return decodeAll(s.vc, raw) }
+func (s *pMap[K, MK, MV]) size(v MV) int                 { return encodedSize(s.p, s.vc, v) }
 
+// entry returns map key k's cache entry, read from the store on a miss.
+func (s *pMap[K, MK, MV]) entry(k MK) *cachedValue[MV] {
+	key := s.entryKey(k)
+	if e := s.cache.lookup(key); e != nil {
+		return e
+	}
+	var v MV
+	size := 0
+	ok := s.getRaw(key, func(raw []byte) error {
+		size = len(raw)
+		var err error
+		v, err = s.decode(raw)
+		return err
+	})
+	e, err := s.cache.insert(key, v, ok, size, false)
+	if err != nil {
+		s.fail(err)
+	}
+	return e
+}
+
+// setEntry caches map key k's value (ok) or absence, without a read.
+func (s *pMap[K, MK, MV]) setEntry(k MK, v MV, ok bool) {
+	key := s.entryKey(k)
+	if e := s.cache.lookup(key); e != nil {
+		was := e.ok
+		e.v, e.ok = v, ok
+		s.cache.cache.markDirty(&e.cacheEntry)
+		if ok && !was {
+			if err := s.cache.cache.resize(&e.cacheEntry, int64(s.size(v))); err != nil {
+				s.fail(err)
+			}
+		}
+		return
+	}
+	n := 0
+	if ok {
+		n = s.size(v)
+		key = s.entryKey(k)
+	}
+	if _, err := s.cache.insert(key, v, ok, n, true); err != nil {
+		s.fail(err)
+	}
+}
+
+func (s *pMap[K, MK, MV]) Get(k MK) (MV, bool) {
+	if s.cache != nil {
+		e := s.entry(k)
+		return e.v, e.ok
+	}
+	return pGet(&s.pHandle, s.vc, s.entryKey(k))
+}
+
+func (s *pMap[K, MK, MV]) Put(k MK, v MV) {
+	if s.cache != nil {
+		s.setEntry(k, v, true)
+		return
+	}
+	pPut(&s.pHandle, s.vc, s.entryKey(k), v)
+}
+
+func (s *pMap[K, MK, MV]) Remove(k MK) {
+	if s.cache != nil {
+		var zero MV
+		s.setEntry(k, zero, false)
+		return
+	}
+	s.del(s.entryKey(k))
+}
+
+func (s *pMap[K, MK, MV]) Contains(k MK) bool {
+	if s.cache != nil {
+		return s.entry(k).ok
+	}
+	return s.getRaw(s.entryKey(k), nil)
+}
+
+// Clear removes the current key's entries: with the cache, it writes back
+// the cache's changes, forgets the key's cached entries (found in the
+// store, which then holds them all) and removes the range.
 func (s *pMap[K, MK, MV]) Clear() {
 	lo := bytes.Clone(s.key())
+	if s.cache != nil {
+		if err := s.p.flushCache(); err != nil {
+			s.fail(err)
+		}
+		if len(s.cache.m) > 0 {
+			s.eachStored(lo, func(key, _ []byte) bool {
+				if e := s.cache.m[string(key)]; e != nil {
+					s.cache.cache.remove(&e.cacheEntry)
+				}
+				return true
+			})
+		}
+	}
 	if err := s.p.db.DeleteRange(lo, prefixEnd(lo), pebble.NoSync); err != nil {
+		s.fail(err)
+	}
+}
+
+// eachStored calls fn with the store key and value of each stored entry
+// under prefix lo, in order, until fn returns false.
+func (s *pMap[K, MK, MV]) eachStored(lo []byte, fn func(key, val []byte) bool) {
+	it, err := s.p.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	if err != nil {
+		s.fail(err)
+	}
+	defer it.Close()
+	for valid := it.First(); valid; valid = it.Next() {
+		raw, err := it.ValueAndErr()
+		if err != nil {
+			s.fail(err)
+		}
+		if !fn(it.Key(), raw) {
+			return
+		}
+	}
+	if err := it.Error(); err != nil {
 		s.fail(err)
 	}
 }
@@ -542,33 +662,30 @@ func (s *pMap[K, MK, MV]) All() map[MK]MV {
 	return m
 }
 
+// Range iterates the store, which holds every change once the cache
+// wrote its changes back; a cached entry is passed as cached, so that a
+// value a caller changed in place reads the same as through Get.
 func (s *pMap[K, MK, MV]) Range(fn func(MK, MV) bool) {
-	lo := bytes.Clone(s.key())
-	it, err := s.p.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
-	if err != nil {
+	if err := s.p.flushCache(); err != nil {
 		s.fail(err)
 	}
-	defer it.Close()
-	for valid := it.First(); valid; valid = it.Next() {
-		mk, err := decodeAll(s.kc, it.Key()[len(lo):])
+	lo := bytes.Clone(s.key())
+	s.eachStored(lo, func(key, raw []byte) bool {
+		mk, err := decodeAll(s.kc, key[len(lo):])
 		if err != nil {
 			s.fail(err)
 		}
-		raw, err := it.ValueAndErr()
-		if err != nil {
-			s.fail(err)
+		if s.cache != nil {
+			if e := s.cache.m[string(key)]; e != nil {
+				return fn(mk, e.v)
+			}
 		}
 		mv, err := decodeAll(s.vc, raw)
 		if err != nil {
 			s.fail(err)
 		}
-		if !fn(mk, mv) {
-			return
-		}
-	}
-	if err := it.Error(); err != nil {
-		s.fail(err)
-	}
+		return fn(mk, mv)
+	})
 }
 
 type pReducing[K comparable, T any] struct {

@@ -263,7 +263,8 @@ func Map[MK comparable, MV any, K comparable](b *Backend[K], name string) MapSta
 	}
 	var s MapState[MK, MV]
 	if b.p != nil {
-		s = &pMap[K, MK, MV]{pHandle: b.p.handle(b, name, kindMap), kc: mustCodec[MK](), vc: mustCodec[MV]()}
+		vc := mustCodec[MV]()
+		s = &pMap[K, MK, MV]{pHandle: b.p.handle(b, name, kindMap), kc: mustCodec[MK](), vc: vc, cache: newMapCache(b.p, vc)}
 	} else {
 		s = &mapState[K, MK, MV]{b: b, m: make(map[K]map[MK]MV)}
 	}
