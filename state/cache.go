@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/cockroachdb/pebble/v2"
 )
 
@@ -69,10 +70,13 @@ type stateCache struct {
 	// so that it does not keep its value until the next flush.
 	dirty  []*cacheEntry
 	owners map[cachedState]bool
+	// stored filters the keys written to the store.
+	stored storedKeys
 }
 
 func newStateCache(db *pebble.DB, capacity int64) *stateCache {
-	c := &stateCache{db: db, capacity: capacity, owners: make(map[cachedState]bool)}
+	// The filters may take a quarter of the cache's bytes.
+	c := &stateCache{db: db, capacity: capacity, owners: make(map[cachedState]bool), stored: storedKeys{maxBits: int(capacity) * 2}}
 	c.head.prev, c.head.next = &c.head, &c.head
 	return c
 }
@@ -223,9 +227,13 @@ type cachedValue[T any] struct {
 // cached may have grown it. The cache evicts by the new size later.
 func (c *cached[T]) writeBack(e *cacheEntry, batch *pebble.Batch) error {
 	v := c.m[e.key]
-	n, err := c.encode(batch, []byte(e.key), v.v, v.ok)
+	key := []byte(e.key)
+	n, err := c.encode(batch, key, v.v, v.ok)
 	if err != nil {
 		return err
+	}
+	if v.ok {
+		c.cache.stored.add(key)
 	}
 	size := int64(len(e.key)+n) + cacheEntryOverhead
 	c.cache.bytes += size - e.size
@@ -260,3 +268,91 @@ func (c *cached[T]) insert(key []byte, v T, ok bool, size int, dirty bool) (*cac
 
 // cacheEvictions counts the cache's evictions in this process, for tests.
 var cacheEvictions atomic.Int64
+
+// storedKeys remembers, in Bloom filters, every store key the backend
+// wrote to its store since it was created: a cache miss on a key that
+// was never written is absent without a store read. New keys are the
+// common miss (a new auction, a new bidder), and a store read of a key
+// that is not there costs microseconds even behind Pebble's own filters.
+// The filters grow by adding one of twice the size when the last is full
+// (a scalable Bloom filter); past maxBits in all, or when the store's
+// files are adopted from a snapshot whose keys were never seen, they are
+// given up and every miss reads the store.
+type storedKeys struct {
+	filters []bloomFilter
+	bits    int
+	maxBits int
+	off     bool
+}
+
+// bloomFilter holds up to capacity keys at 10 bits a key, 7 probes: about
+// 1 % false positives.
+type bloomFilter struct {
+	words    []uint64
+	n        int
+	capacity int
+}
+
+const bloomProbes = 7
+
+func (s *storedKeys) add(key []byte) {
+	if s.off {
+		return
+	}
+	if len(s.filters) == 0 || s.filters[len(s.filters)-1].n >= s.filters[len(s.filters)-1].capacity {
+		capacity := 1 << 16
+		if len(s.filters) > 0 {
+			capacity = 2 * s.filters[len(s.filters)-1].capacity
+		}
+		words := (capacity*10 + 63) / 64
+		if s.bits+words*64 > s.maxBits {
+			s.giveUp()
+			return
+		}
+		s.bits += words * 64
+		s.filters = append(s.filters, bloomFilter{words: make([]uint64, words), capacity: capacity})
+	}
+	f := &s.filters[len(s.filters)-1]
+	h1, h2 := bloomHashes(key)
+	m := uint64(len(f.words) * 64)
+	for i := range uint64(bloomProbes) {
+		b := (h1 + i*h2) % m
+		f.words[b/64] |= 1 << (b % 64)
+	}
+	f.n++
+}
+
+// mayHold reports whether key may be in the store: false only when it
+// was certainly never written.
+func (s *storedKeys) mayHold(key []byte) bool {
+	if s.off {
+		return true
+	}
+	h1, h2 := bloomHashes(key)
+	for i := range s.filters {
+		f := &s.filters[i]
+		m := uint64(len(f.words) * 64)
+		hit := true
+		for p := range uint64(bloomProbes) {
+			b := (h1 + p*h2) % m
+			if f.words[b/64]&(1<<(b%64)) == 0 {
+				hit = false
+				break
+			}
+		}
+		if hit {
+			return true
+		}
+	}
+	return false
+}
+
+// giveUp makes every key one the store may hold.
+func (s *storedKeys) giveUp() {
+	s.off, s.filters, s.bits = true, nil, 0
+}
+
+func bloomHashes(key []byte) (uint64, uint64) {
+	h := xxhash.Sum64(key)
+	return h, h>>33 | h<<31 | 1
+}

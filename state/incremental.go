@@ -370,7 +370,9 @@ func (p *pebbleStore[K]) adopt(dir string, snap *incrementalSnapshot) error {
 	}
 	p.db = db
 	if p.cache != nil {
+		// Keys this store never wrote are in it now.
 		p.cache.db = db
+		p.cache.stored.giveUp()
 	}
 	p.curValid = false
 	next := snap.NextID

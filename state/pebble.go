@@ -337,7 +337,7 @@ func loadCached[K comparable, T any](h *pHandle[K], c *cached[T], decode func([]
 	}
 	var v T
 	size := 0
-	ok := h.getRaw(key, func(raw []byte) error {
+	ok := c.cache.stored.mayHold(key) && h.getRaw(key, func(raw []byte) error {
 		size = len(raw)
 		var err error
 		v, err = decode(raw)
@@ -467,7 +467,8 @@ func (s *pList[K, T]) Get() []T {
 // reading the list.
 func (s *pList[K, T]) Add(v T) {
 	if s.cache != nil {
-		if e := s.cache.lookup(s.key()); e != nil {
+		key := s.key()
+		if e := s.cache.lookup(key); e != nil {
 			e.v, e.ok = append(e.v, v), true
 			s.cache.cache.markDirty(&e.cacheEntry)
 			if err := s.cache.cache.resize(&e.cacheEntry, int64(encodedSize(s.p, s.c, v))); err != nil {
@@ -475,6 +476,12 @@ func (s *pList[K, T]) Add(v T) {
 			}
 			return
 		}
+		if !s.cache.cache.stored.mayHold(key) {
+			// A new list: it starts in the cache.
+			setCached(&s.pHandle, s.cache, []T{v}, true, s.size)
+			return
+		}
+		s.cache.cache.stored.add(key)
 	}
 	s.p.vbuf = s.c.Append(s.p.vbuf[:0], v)
 	if err := s.p.db.Merge(s.key(), s.p.vbuf, pebble.NoSync); err != nil {
@@ -535,7 +542,7 @@ func (s *pMap[K, MK, MV]) entry(k MK) *cachedValue[MV] {
 	}
 	var v MV
 	size := 0
-	ok := s.getRaw(key, func(raw []byte) error {
+	ok := s.cache.cache.stored.mayHold(key) && s.getRaw(key, func(raw []byte) error {
 		size = len(raw)
 		var err error
 		v, err = s.decode(raw)
@@ -918,6 +925,9 @@ func (p *pebbleStore[K]) restoreState(st snapState, keep func(K) bool) error {
 		}
 		key = appendPrefix(key[:0], m.id, p.group(k))
 		key = append(key, e.k...)
+		if p.cache != nil && m.kind != kindMap {
+			p.cache.stored.add(key)
+		}
 		switch m.kind {
 		case kindMap:
 			if err := batch.DeleteRange(key, prefixEnd(key), nil); err != nil {
@@ -926,6 +936,9 @@ func (p *pebbleStore[K]) restoreState(st snapState, keep func(K) bool) error {
 			n := len(key)
 			err := mapPairs(e.v, func(mk, mv []byte) error {
 				key = append(key[:n], mk...)
+				if p.cache != nil {
+					p.cache.stored.add(key)
+				}
 				return batch.Set(key, mv, nil)
 			})
 			if err != nil {
