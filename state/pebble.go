@@ -331,7 +331,11 @@ func newListCache[K comparable, T any](p *pebbleStore[K], c codec.Codec[T]) *cac
 // loadCached returns the cache entry of the current key, reading and
 // decoding it from the store on a miss.
 func loadCached[K comparable, T any](h *pHandle[K], c *cached[T], decode func([]byte) (T, error)) *cachedValue[T] {
-	key := h.key()
+	return loadCachedAt(h, c, h.key(), decode)
+}
+
+// loadCachedAt is loadCached of store key key.
+func loadCachedAt[K comparable, T any](h *pHandle[K], c *cached[T], key []byte, decode func([]byte) (T, error)) *cachedValue[T] {
 	if e := c.lookup(key); e != nil {
 		return e
 	}
@@ -355,8 +359,13 @@ func loadCached[K comparable, T any](h *pHandle[K], c *cached[T], decode func([]
 // its value (size); an entry's later changes are measured when it is
 // written back.
 func setCached[K comparable, T any](h *pHandle[K], c *cached[T], v T, ok bool, size func(T) int) {
-	key := h.key()
-	if e := c.lookup(key); e != nil {
+	setCachedAt(h, c, h.key, v, ok, size)
+}
+
+// setCachedAt is setCached of the store key that key returns, which it
+// may call twice: size uses the scratch buffers.
+func setCachedAt[K comparable, T any](h *pHandle[K], c *cached[T], key func() []byte, v T, ok bool, size func(T) int) {
+	if e := c.lookup(key()); e != nil {
 		was := e.ok
 		e.v, e.ok = v, ok
 		c.cache.markDirty(&e.cacheEntry)
@@ -371,9 +380,8 @@ func setCached[K comparable, T any](h *pHandle[K], c *cached[T], v T, ok bool, s
 	n := 0
 	if ok {
 		n = size(v)
-		key = h.key() // size used the scratch buffers
 	}
-	if _, err := c.insert(key, v, ok, n, true); err != nil {
+	if _, err := c.insert(key(), v, ok, n, true); err != nil {
 		h.fail(err)
 	}
 }
@@ -536,47 +544,12 @@ func (s *pMap[K, MK, MV]) size(v MV) int                 { return encodedSize(s.
 
 // entry returns map key k's cache entry, read from the store on a miss.
 func (s *pMap[K, MK, MV]) entry(k MK) *cachedValue[MV] {
-	key := s.entryKey(k)
-	if e := s.cache.lookup(key); e != nil {
-		return e
-	}
-	var v MV
-	size := 0
-	ok := s.cache.cache.stored.mayHold(key) && s.getRaw(key, func(raw []byte) error {
-		size = len(raw)
-		var err error
-		v, err = s.decode(raw)
-		return err
-	})
-	e, err := s.cache.insert(key, v, ok, size, false)
-	if err != nil {
-		s.fail(err)
-	}
-	return e
+	return loadCachedAt(&s.pHandle, s.cache, s.entryKey(k), s.decode)
 }
 
 // setEntry caches map key k's value (ok) or absence, without a read.
 func (s *pMap[K, MK, MV]) setEntry(k MK, v MV, ok bool) {
-	key := s.entryKey(k)
-	if e := s.cache.lookup(key); e != nil {
-		was := e.ok
-		e.v, e.ok = v, ok
-		s.cache.cache.markDirty(&e.cacheEntry)
-		if ok && !was {
-			if err := s.cache.cache.resize(&e.cacheEntry, int64(s.size(v))); err != nil {
-				s.fail(err)
-			}
-		}
-		return
-	}
-	n := 0
-	if ok {
-		n = s.size(v)
-		key = s.entryKey(k)
-	}
-	if _, err := s.cache.insert(key, v, ok, n, true); err != nil {
-		s.fail(err)
-	}
+	setCachedAt(&s.pHandle, s.cache, func() []byte { return s.entryKey(k) }, v, ok, s.size)
 }
 
 func (s *pMap[K, MK, MV]) Get(k MK) (MV, bool) {
