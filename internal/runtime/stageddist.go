@@ -229,6 +229,9 @@ func (s *stagedRun) followStaged(ctx context.Context, l *controlLink) error {
 			if m.Vertex >= len(eg.Vertices) || m.Subtask >= eg.Vertices[m.Vertex].JobVertex.Parallelism {
 				return fmt.Errorf("runtime: the leader asked for subtask %d of vertex %d, which does not exist", m.Subtask, m.Vertex)
 			}
+			if m.Attempt > maxStagedAttempt {
+				return fmt.Errorf("runtime: the leader asked for attempt %d of a subtask, more than %d", m.Attempt, maxStagedAttempt)
+			}
 			for _, ins := range m.Inputs {
 				for _, in := range ins {
 					if err := s.checkInput(in); err != nil {
@@ -283,6 +286,10 @@ func (s *stagedRun) followStaged(ctx context.Context, l *controlLink) error {
 	}
 	return err
 }
+
+// maxStagedAttempt bounds the attempt numbers a worker accepts: a
+// subtask's execution graph keeps every earlier attempt.
+const maxStagedAttempt = 1 << 16
 
 // checkInput checks a partition file the leader names; the link's bytes
 // come from another process.
