@@ -404,6 +404,17 @@ func encodedSize[K comparable, T any](p *pebbleStore[K], c codec.Codec[T], v T) 
 	return len(p.vbuf)
 }
 
+// clearValue removes the current key's single value: cached as absent,
+// or deleted from the store when there is no cache.
+func clearValue[K comparable, T any](h *pHandle[K], c *cached[T]) {
+	if c != nil {
+		var zero T
+		setCached(h, c, zero, false, nil)
+		return
+	}
+	h.del(h.key())
+}
+
 type pValue[K comparable, T any] struct {
 	pHandle[K]
 	c     codec.Codec[T]
@@ -436,14 +447,7 @@ func (s *pValue[K, T]) Update(v T) {
 	pPut(&s.pHandle, s.c, s.key(), v)
 }
 
-func (s *pValue[K, T]) Clear() {
-	if s.cache != nil {
-		var zero T
-		setCached(&s.pHandle, s.cache, zero, false, nil)
-		return
-	}
-	s.del(s.key())
-}
+func (s *pValue[K, T]) Clear() { clearValue(&s.pHandle, s.cache) }
 
 type pList[K comparable, T any] struct {
 	pHandle[K]
@@ -703,14 +707,7 @@ func (s *pReducing[K, T]) Add(v T) {
 	pPut(&s.pHandle, s.c, key, v)
 }
 
-func (s *pReducing[K, T]) Clear() {
-	if s.cache != nil {
-		var zero T
-		setCached(&s.pHandle, s.cache, zero, false, nil)
-		return
-	}
-	s.del(s.key())
-}
+func (s *pReducing[K, T]) Clear() { clearValue(&s.pHandle, s.cache) }
 
 type pAggregating[K comparable, IN, ACC, OUT any] struct {
 	pHandle[K]
@@ -759,14 +756,7 @@ func (s *pAggregating[K, IN, ACC, OUT]) Add(v IN) {
 	pPut(&s.pHandle, s.c, s.key(), acc)
 }
 
-func (s *pAggregating[K, IN, ACC, OUT]) Clear() {
-	if s.cache != nil {
-		var zero ACC
-		setCached(&s.pHandle, s.cache, zero, false, nil)
-		return
-	}
-	s.del(s.key())
-}
+func (s *pAggregating[K, IN, ACC, OUT]) Clear() { clearValue(&s.pHandle, s.cache) }
 
 // sortedMeta returns the known states by name.
 func (p *pebbleStore[K]) sortedMeta() []string {

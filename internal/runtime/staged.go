@@ -82,7 +82,6 @@ type stagedRun struct {
 	serveCtx    context.Context
 	channels    atomic.Int64
 	vertexIndex map[*graph.ExecutionJobVertex]int
-	resultName  map[*graph.IntermediateResult]string
 	resultIndex map[*graph.IntermediateResult]int
 	shared      *sharedObjects
 	// nextIndex numbers the tasks the job ran, for their handles.
@@ -135,7 +134,6 @@ func (d *deployer) runStaged(ctx context.Context) error {
 		outputs:     make(map[subtaskKey]partitionLoc),
 		attempts:    make(map[subtaskKey]int),
 		vertexIndex: make(map[*graph.ExecutionJobVertex]int),
-		resultName:  make(map[*graph.IntermediateResult]string),
 		resultIndex: make(map[*graph.IntermediateResult]int),
 		shared:      &sharedObjects{m: make(map[string]any)},
 	}
@@ -143,7 +141,6 @@ func (d *deployer) runStaged(ctx context.Context) error {
 		s.vertexIndex[v] = i
 	}
 	for i, r := range d.eg.Results {
-		s.resultName[r] = fmt.Sprintf("r%d", i)
 		s.resultIndex[r] = i
 	}
 	// Partition files sent to other workers: the senders stop with the job.
@@ -322,6 +319,11 @@ func (s *stagedRun) runInSlot(ctx context.Context, key subtaskKey, attempt int, 
 	return s.runRemote(ctx, worker, key, attempt, inputs)
 }
 
+// resultName names a result's partition files: r<index>-c<consumer>.
+func (s *stagedRun) resultName(r *graph.IntermediateResult) string {
+	return fmt.Sprintf("r%d", s.resultIndex[r])
+}
+
 // partitionFile is one partition file a subtask reads, of result result.
 type partitionFile struct {
 	worker int
@@ -338,7 +340,7 @@ func (s *stagedRun) inputLocations(key subtaskKey) [2][]partitionFile {
 		for _, part := range v.InputChannels(key.subtask, input) {
 			loc := s.outputs[subtaskKey{s.vertexIndex[part.Result.Producer], part.PartitionNumber}]
 			files[input-1] = append(files[input-1], partitionFile{loc.worker,
-				filepath.Join(loc.dir, fmt.Sprintf("%s-c%d", s.resultName[part.Result], key.subtask)), s.resultIndex[part.Result]})
+				filepath.Join(loc.dir, fmt.Sprintf("%s-c%d", s.resultName(part.Result), key.subtask)), s.resultIndex[part.Result]})
 		}
 	}
 	return files
@@ -392,7 +394,7 @@ func (s *stagedRun) runSubtask(ctx context.Context, key subtaskKey, attempt int,
 		part := res.Partitions[key.subtask]
 		chans := make([]any, len(part.Consumers))
 		for k, c := range part.Consumers {
-			f, err := os.Create(filepath.Join(r.loc.dir, fmt.Sprintf("%s-c%d", s.resultName[res], c)))
+			f, err := os.Create(filepath.Join(r.loc.dir, fmt.Sprintf("%s-c%d", s.resultName(res), c)))
 			if err != nil {
 				return nil, fmt.Errorf("runtime: create blocking partition: %w", err)
 			}
