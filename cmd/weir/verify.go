@@ -124,6 +124,7 @@ and keeps the round's output and the cluster's logs as evidence.`,
 	f.IntVar(&o.MaxFaults, "max-faults", 0, "stop after the round in which this many faults were injected (0: no limit)")
 	f.DurationVar(&o.MinInterval, "min-interval", 3*time.Second, "shortest pause before a fault")
 	f.DurationVar(&o.MaxInterval, "max-interval", 5*time.Second, "longest pause before a fault")
+	f.BoolVar(&o.Batch, "batch", false, "the job runs in batch mode (no checkpoints): inject faults once it runs, not after its first checkpoint")
 	f.DurationVar(&o.StopFor, "stop-for", 8*time.Second, "how long stop-taskmanager keeps a TaskManager stopped")
 	f.DurationVar(&o.FillFor, "fill-for", 3*time.Second, "how long fill-storage keeps the checkpoint storage full")
 	f.Int64Var(&o.StorageSize, "storage-size", 512<<20, "bytes of the tmpfs that holds the checkpoints (for fill-storage)")

@@ -95,6 +95,10 @@ type Options struct {
 	Rounds int
 	// MinInterval and MaxInterval bound the pause before each fault.
 	MinInterval, MaxInterval time.Duration
+	// Batch: the job runs in batch mode and takes no checkpoints, so
+	// faults go to it once it runs rather than after its first
+	// checkpoint; what it has to lose is its finished stages.
+	Batch bool
 	// StopFor is how long a stopped TaskManager stays stopped; it must
 	// exceed the heartbeat timeout for the fault to matter.
 	StopFor                             time.Duration
@@ -360,7 +364,7 @@ func (o *Options) round(ctx context.Context, c *localCluster, rng *rand.Rand, n 
 			ended = poll()
 			sleep(ctx, 50*time.Millisecond)
 		}
-		if ended || d.State != cluster.JobRunning || d.Checkpoints.Completed == 0 {
+		if ended || d.State != cluster.JobRunning || d.Checkpoints.Completed == 0 && !o.Batch {
 			// Faults go to a running job that has something to lose.
 			continue
 		}
