@@ -12,7 +12,12 @@ import (
 // in structures of their own (the heap Reduce keeps a dense slice) write
 // it, so that their checkpoints restore into either backend, and the
 // backends' checkpoints into them.
-func ValueSnapshot[K comparable, T any](name string, each func(yield func(K, T) bool)) ([]byte, error) {
+//
+// each must yield exactly n entries: the count leads the entries.
+// Entries are encoded into blocks of a megabyte, joined once at the end:
+// growing one buffer of hundreds of megabytes by appending copied it
+// over and over, and took longer than encoding.
+func ValueSnapshot[K comparable, T any](name string, n int, each func(yield func(K, T) bool)) ([]byte, error) {
 	kc, err := codec.For[K]()
 	if err != nil {
 		return nil, fmt.Errorf("state: key codec: %w", err)
@@ -21,15 +26,40 @@ func ValueSnapshot[K comparable, T any](name string, each func(yield func(K, T) 
 	if err != nil {
 		return nil, fmt.Errorf("state: value codec: %w", err)
 	}
-	var w stateWriter
+	head := append([]byte(snapshotMagic), 1)
+	head = appendLenPrefixed(head, []byte(name))
+	head = append(head, byte(kindValue))
+	head = binary.AppendUvarint(head, uint64(n))
+	const blockSize = 1 << 20
+	var blocks [][]byte
+	cur := make([]byte, 0, blockSize)
+	var kb, vb []byte
+	got, total := 0, len(head)
 	each(func(k K, v T) bool {
-		w.kb = kc.Append(w.kb[:0], k)
-		w.vb = vc.Append(w.vb[:0], v)
-		w.entry(w.kb, w.vb)
+		kb = kc.Append(kb[:0], k)
+		vb = vc.Append(vb[:0], v)
+		if need := len(kb) + len(vb) + 2*binary.MaxVarintLen64; len(cur)+need > cap(cur) {
+			blocks = append(blocks, cur)
+			total += len(cur)
+			cur = make([]byte, 0, max(blockSize, need))
+		}
+		cur = appendLenPrefixed(cur, kb)
+		cur = appendLenPrefixed(cur, vb)
+		got++
 		return true
 	})
-	out := binary.AppendUvarint([]byte(snapshotMagic), 1)
-	return appendState(out, name, kindValue, &w), nil
+	if got != n {
+		return nil, fmt.Errorf("state %q: %d entries announced, %d written", name, n, got)
+	}
+	blocks = append(blocks, cur)
+	total += len(cur)
+	out := make([]byte, 0, total)
+	out = append(out, head...)
+	for i, b := range blocks {
+		out = append(out, b...)
+		blocks[i] = nil
+	}
+	return out, nil
 }
 
 // RestoreValues calls fn with every value of the value state called name

@@ -11,3 +11,12 @@ func SetDistribution(env *Environment, d *runtime.Distribution) { env.distributi
 func SpilledRuns() int64 { return spilledRuns.Load() }
 
 func Repartitioned() int64 { return repartitioned.Load() }
+
+// SetReduceSegmentLen makes the heap Reduce's incremental snapshots put
+// segments of n slots, so that small tests have several; it returns the
+// function that puts the default back.
+func SetReduceSegmentLen(n int) func() {
+	old := reduceSegmentLen
+	reduceSegmentLen = n
+	return func() { reduceSegmentLen = old }
+}

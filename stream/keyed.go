@@ -71,7 +71,7 @@ func (ks *KeyedStream[K, T]) reduceInPlace(update func(acc, v *T)) *Stream[T] {
 		if oc.Task.Iteration() != nil {
 			// Inside an iteration's loop: the final result per key at the
 			// end of each superstep, which starts afresh.
-			op := &reduceOp[K, T]{oc: oc, key: ks.key, hash: ks.hasher, update: update, out: out, batch: true, superstep: true, index: make(map[K]int32)}
+			op := &reduceOp[K, T]{oc: oc, key: ks.key, hash: ks.hasher, update: update, out: out, superstep: true, index: make(map[K]int32)}
 			oc.Register(op)
 			return op, nil
 		}
@@ -88,10 +88,14 @@ func (ks *KeyedStream[K, T]) reduceInPlace(update func(acc, v *T)) *Stream[T] {
 			oc.Register(op)
 			return op, nil
 		}
-		op := &reduceOp[K, T]{oc: oc, key: ks.key, hash: ks.hasher, update: update, out: out, batch: oc.Batch, index: make(map[K]int32)}
-		if oc.Batch {
-			op.spill = newSpiller(oc, ks.key, update)
+		if !oc.Batch {
+			op := &streamReduceOp[K, T]{oc: oc, key: ks.key, hash: ks.hasher, update: update, out: out, index: make(map[K]int32)}
+			oc.Register(op)
+			oc.Gauge("stateEntries", func() int64 { return int64(len(op.index)) })
+			return op, nil
 		}
+		op := &reduceOp[K, T]{oc: oc, key: ks.key, hash: ks.hasher, update: update, out: out, index: make(map[K]int32)}
+		op.spill = newSpiller(oc, ks.key, update)
 		oc.Register(op)
 		oc.Gauge("stateEntries", func() int64 { return int64(len(op.index)) })
 		return op, nil
@@ -151,26 +155,27 @@ func (r *backendReduceOp[K, T]) SnapshotStateAsync(id int64) (func(context.Conte
 // rescale.
 func (r *backendReduceOp[K, T]) RestoreState(data []byte) error {
 	r.backend.SetRestoreFiles(r.oc.RestoreFiles())
-	return r.backend.Restore(data, runtime.KeyFilter(r.oc, r.hash))
+	keep := runtime.KeyFilter(r.oc, r.hash)
+	return eachReducePiece(r.oc, data, func(piece []byte) error { return r.backend.Restore(piece, keep) })
 }
 
 // reduceStateName is the value state of Reduce's results, in either
 // backend's snapshots.
 const reduceStateName = "reduce"
 
-// reduceOp keeps the running result per key on the heap: a map from the
-// Go key itself to a slot in a dense slice of results, so that an update
-// hashes once and results stay contiguous.
+// reduceOp keeps the result per key of a batch job (or of an iteration's
+// superstep) on the heap: a map from the Go key itself to a slot in a
+// dense slice of results, so that an update hashes once and results stay
+// contiguous. It emits the results when its input ends.
 type reduceOp[K comparable, T any] struct {
 	oc     *runtime.OperatorContext
 	key    func(T) K
 	hash   runtime.KeyHasher[K]
 	update func(acc, v *T)
 	out    runtime.Output[T]
-	batch  bool
 	// superstep: results are per superstep of an iteration.
 	superstep bool
-	// spill, in batch mode, writes the results to sorted runs on disk
+	// spill writes the results to sorted runs on disk
 	// when they outgrow the operator's share of managed memory.
 	spill   *spiller[K, T]
 	index   map[K]int32
@@ -198,11 +203,7 @@ func (r *reduceOp[K, T]) Emit(v T, ts int64) {
 			clear(r.index)
 			clear(r.results)
 			r.results = r.results[:0]
-			return
 		}
-	}
-	if !r.batch {
-		r.out.Emit(r.results[i], ts)
 	}
 }
 
@@ -218,10 +219,8 @@ func (r *reduceOp[K, T]) Finish() error {
 		clear(r.index)
 		return r.spill.merge(rest, func(v T) { r.out.Emit(v, runtime.NoTimestamp) })
 	}
-	if r.batch {
-		for _, v := range r.results {
-			r.out.Emit(v, runtime.NoTimestamp)
-		}
+	for _, v := range r.results {
+		r.out.Emit(v, runtime.NoTimestamp)
 	}
 	return nil
 }
@@ -244,7 +243,7 @@ func (r *reduceOp[K, T]) EndSuperstep(int64) error {
 
 // SnapshotState encodes every key's result.
 func (r *reduceOp[K, T]) SnapshotState(int64) ([]byte, error) {
-	return state.ValueSnapshot(reduceStateName, func(yield func(K, T) bool) {
+	return state.ValueSnapshot(reduceStateName, len(r.index), func(yield func(K, T) bool) {
 		for k, i := range r.index {
 			if !yield(k, r.results[i]) {
 				return
@@ -256,6 +255,12 @@ func (r *reduceOp[K, T]) SnapshotState(int64) ([]byte, error) {
 // RestoreState loads results written by either backend, keeping this
 // subtask's key groups after a rescale.
 func (r *reduceOp[K, T]) RestoreState(data []byte) error {
+	return eachReducePiece(r.oc, data, func(piece []byte) error {
+		return r.restorePiece(piece)
+	})
+}
+
+func (r *reduceOp[K, T]) restorePiece(data []byte) error {
 	return state.RestoreValues(data, reduceStateName, r.oc.RestoreFiles(), runtime.KeyFilter(r.oc, r.hash), func(k K, v T) {
 		if i, ok := r.index[k]; ok {
 			r.results[i] = v

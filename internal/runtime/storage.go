@@ -241,20 +241,38 @@ type sharedFiles struct {
 }
 
 func (f *sharedFiles) Upload(ctx context.Context, localPath, name string) (string, error) {
-	handle := path.Join(f.s.shared, name)
-	if f.private {
-		handle = path.Join(f.s.jobID, fmt.Sprintf("chk-%d", f.id), "files", name)
-	}
+	handle := f.handle(name)
 	n, err := f.s.root.Upload(ctx, handle, localPath)
 	if err != nil {
 		return "", err
 	}
+	f.uploaded(handle, n)
+	return handle, nil
+}
+
+// Put stores data as a file called name, as Upload does a local file.
+func (f *sharedFiles) Put(ctx context.Context, name string, data []byte) (string, error) {
+	handle := f.handle(name)
+	if err := f.s.root.Write(ctx, handle, data); err != nil {
+		return "", err
+	}
+	f.uploaded(handle, int64(len(data)))
+	return handle, nil
+}
+
+func (f *sharedFiles) handle(name string) string {
+	if f.private {
+		return path.Join(f.s.jobID, fmt.Sprintf("chk-%d", f.id), "files", name)
+	}
+	return path.Join(f.s.shared, name)
+}
+
+func (f *sharedFiles) uploaded(handle string, n int64) {
 	f.s.uploadedBytes(f.id, handle, n)
 	f.sizes.uploaded.Add(n)
 	if !f.private {
 		f.s.reference(f.id, handle)
 	}
-	return handle, nil
 }
 
 // Reuse accepts only files of this storage's shared area: those of a
@@ -285,6 +303,17 @@ func (f restoreFiles) Download(ctx context.Context, handle, localPath string) er
 		return fmt.Errorf("state file %q: not a file name inside the checkpoint storage", handle)
 	}
 	return f.root.Download(ctx, handle, localPath)
+}
+
+// Get reads a shared file whole.
+func (f restoreFiles) Get(ctx context.Context, handle string) ([]byte, error) {
+	if f.root == nil {
+		return nil, fmt.Errorf("state file %s: the checkpoint was not read from storage", handle)
+	}
+	if !fs.ValidPath(handle) || handle == "." {
+		return nil, fmt.Errorf("state file %q: not a file name inside the checkpoint storage", handle)
+	}
+	return f.root.Read(ctx, handle)
 }
 
 // maxClaims bounds the checkpoint numbers claim tries: more directories
