@@ -74,9 +74,15 @@ type stateCache struct {
 	stored storedKeys
 }
 
+// minFilterBits is the least the filters of stored keys may take: 8 MiB,
+// about 6 M keys. A small cache is one that its state outgrows, where
+// reads of never-written keys would go to the store most often.
+const minFilterBits = 64 << 20
+
 func newStateCache(db *pebble.DB, capacity int64) *stateCache {
-	// The filters may take a quarter of the cache's bytes.
-	c := &stateCache{db: db, capacity: capacity, owners: make(map[cachedState]bool), stored: storedKeys{maxBits: int(capacity) * 2}}
+	// The filters may take a quarter of the cache's bytes, and at least
+	// minFilterBits.
+	c := &stateCache{db: db, capacity: capacity, owners: make(map[cachedState]bool), stored: storedKeys{maxBits: max(int(capacity)*2, minFilterBits)}}
 	c.head.prev, c.head.next = &c.head, &c.head
 	return c
 }
@@ -210,6 +216,9 @@ func (c *stateCache) drop() error {
 type cached[T any] struct {
 	cache *stateCache
 	m     map[string]*cachedValue[T]
+	// absent is what a read of a key the store never held returns: not
+	// an entry of the cache (prev is nil), never changed.
+	absent cachedValue[T]
 	// encode writes a value (ok) or its deletion into batch under key,
 	// and returns the value's encoded size.
 	encode func(batch *pebble.Batch, key []byte, v T, ok bool) (int, error)
@@ -226,6 +235,7 @@ type cachedValue[T any] struct {
 // writeBack writes the entry and measures it anew: changes since it was
 // cached may have grown it. The cache evicts by the new size later.
 func (c *cached[T]) writeBack(e *cacheEntry, batch *pebble.Batch) error {
+	cacheWriteBacks.Add(1)
 	v := c.m[e.key]
 	key := []byte(e.key)
 	n, err := c.encode(batch, key, v.v, v.ok)
@@ -266,8 +276,9 @@ func (c *cached[T]) insert(key []byte, v T, ok bool, size int, dirty bool) (*cac
 	return e, c.cache.add(&e.cacheEntry)
 }
 
-// cacheEvictions counts the cache's evictions in this process, for tests.
-var cacheEvictions atomic.Int64
+// cacheEvictions counts the cache's evictions in this process, and
+// cacheWriteBacks the entries written back, for tests.
+var cacheEvictions, cacheWriteBacks atomic.Int64
 
 // storedKeys remembers, in Bloom filters, every store key the backend
 // wrote to its store since it was created: a cache miss on a key that

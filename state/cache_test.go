@@ -39,3 +39,48 @@ func TestStoredKeys(t *testing.T) {
 		t.Fatal("a filter past its bound did not give up")
 	}
 }
+
+// TestRemovingANeverStoredKeyWritesNothing: a map entry and a value set
+// and removed between two write-backs never reach the store, while the
+// removal of one the store holds still writes its tombstone.
+func TestRemovingANeverStoredKeyWritesNothing(t *testing.T) {
+	b := newPebbleCache(t, 0)
+	m := Map[int64, string](b, "waiting")
+	v := Value[string](b, "v", "")
+	before := cacheWriteBacks.Load()
+	for i := range 1000 {
+		b.SetCurrentKey(fmt.Sprint("key-", i%10))
+		m.Put(int64(i), "bid")
+		v.Update("x")
+		m.Remove(int64(i))
+		v.Clear()
+		if _, ok := m.Get(int64(i)); ok {
+			t.Fatal("a removed entry reads back")
+		}
+	}
+	if err := b.p.flushCache(); err != nil {
+		t.Fatal(err)
+	}
+	if n := cacheWriteBacks.Load() - before; n != 0 {
+		t.Fatalf("%d entries written back for keys set and removed before any write-back", n)
+	}
+
+	b.SetCurrentKey("stored")
+	m.Put(7, "kept")
+	if err := b.p.flushCache(); err != nil {
+		t.Fatal(err)
+	}
+	m.Remove(7)
+	if err := b.p.flushCache(); err != nil {
+		t.Fatal(err)
+	}
+	if n := cacheWriteBacks.Load() - before; n != 2 {
+		t.Fatalf("%d entries written back, want the value and its tombstone", n)
+	}
+	if err := b.p.cache.drop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.Get(7); ok {
+		t.Fatal("the store still holds a removed entry")
+	}
+}

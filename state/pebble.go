@@ -339,9 +339,15 @@ func loadCachedAt[K comparable, T any](h *pHandle[K], c *cached[T], key []byte, 
 	if e := c.lookup(key); e != nil {
 		return e
 	}
+	if !c.cache.stored.mayHold(key) {
+		// Never stored: absent, and not worth an entry, which would only
+		// push others out (q19 looks up a time's other bids once, and
+		// there are none).
+		return &c.absent
+	}
 	var v T
 	size := 0
-	ok := c.cache.stored.mayHold(key) && h.getRaw(key, func(raw []byte) error {
+	ok := h.getRaw(key, func(raw []byte) error {
 		size = len(raw)
 		var err error
 		v, err = decode(raw)
@@ -364,7 +370,20 @@ func setCached[K comparable, T any](h *pHandle[K], c *cached[T], v T, ok bool, s
 
 // setCachedAt is setCached of the store key that key returns, which it
 // may call twice: size uses the scratch buffers.
+//
+// Removing a key the store never held needs no tombstone, nor an entry
+// of its absence: the filters of stored keys answer a later read without
+// the store. So a value that is set and removed between two write-backs
+// (q19's bids waiting for their timer) never reaches Pebble at all.
 func setCachedAt[K comparable, T any](h *pHandle[K], c *cached[T], key func() []byte, v T, ok bool, size func(T) int) {
+	if !ok {
+		if kb := key(); !c.cache.stored.mayHold(kb) {
+			if e := c.m[string(kb)]; e != nil {
+				c.cache.remove(&e.cacheEntry)
+			}
+			return
+		}
+	}
 	if e := c.lookup(key()); e != nil {
 		was := e.ok
 		e.v, e.ok = v, ok

@@ -165,6 +165,10 @@ type Metrics struct {
 	// data on disk, its memtables and its block cache (Flink's RocksDB
 	// total-sst-files-size, cur-size-all-mem-tables, block-cache-usage).
 	DiskBytes, MemTableBytes, BlockCacheBytes int64
+	// CacheBytes is what the Pebble backend's cache of decoded values
+	// holds, as it charges it against state.backend.pebble.cache-size:
+	// keys, encoded values and a fixed overhead per entry.
+	CacheBytes int64
 }
 
 // Metrics measures the backend. Like every method it runs on the task's
@@ -176,7 +180,11 @@ func (b *Backend[K]) Metrics() Metrics {
 			return Metrics{}
 		}
 		m := b.p.db.Metrics()
-		return Metrics{DiskBytes: int64(m.DiskSpaceUsage()), MemTableBytes: int64(m.MemTable.Size), BlockCacheBytes: m.BlockCache.Size}
+		out := Metrics{DiskBytes: int64(m.DiskSpaceUsage()), MemTableBytes: int64(m.MemTable.Size), BlockCacheBytes: m.BlockCache.Size}
+		if b.p.cache != nil {
+			out.CacheBytes = b.p.cache.bytes
+		}
+		return out
 	}
 	return Metrics{Entries: int64(b.Len())}
 }

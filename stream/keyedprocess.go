@@ -182,6 +182,7 @@ func newStateBackend[K comparable](oc *runtime.OperatorContext, hash runtime.Key
 	oc.Gauge("stateDiskBytes", func() int64 { return b.Metrics().DiskBytes })
 	oc.Gauge("stateMemTableBytes", func() int64 { return b.Metrics().MemTableBytes })
 	oc.Gauge("stateBlockCacheBytes", func() int64 { return b.Metrics().BlockCacheBytes })
+	oc.Gauge("stateCacheBytes", func() int64 { return b.Metrics().CacheBytes })
 	return b, nil
 }
 

@@ -195,6 +195,34 @@ type measurement struct {
 	cpu     time.Duration
 	results int64
 	heap    uint64
+	// stateCache is the peak of what the Pebble backends' caches of
+	// decoded values held together (their stateCacheBytes gauges).
+	stateCache int64
+}
+
+// watchStateCache samples the job's stateCacheBytes gauges every 50 ms
+// until it ends, keeping the peak of their sum in peak: with a cache
+// large enough to hold everything, the size of the job's keyed state
+// as the cache counts it, to size a cache that it outgrows.
+func watchStateCache(jc *stream.JobClient, peak *int64) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-jc.Done():
+			return
+		case <-t.C:
+		}
+		var sum int64
+		for _, m := range jc.Metrics() {
+			for _, g := range m.Gauges {
+				if g.Name == "stateCacheBytes" {
+					sum += g.Value
+				}
+			}
+		}
+		*peak = max(*peak, sum)
+	}
 }
 
 func measure(run func() (int64, error)) (measurement, error) {
@@ -303,6 +331,9 @@ func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
 	fmt.Fprintf(w, "cpu          %s s (%s cores), %s events/s per core\n",
 		benchstat.Of(cpu).Format("%.3f"), benchstat.Of(benchstat.Ratios(cpu, elapsed)).Format("%.2f"), rates(n, cpu))
 	fmt.Fprintf(w, "memory       peak heap %s, max RSS %s\n", mib(slices.MaxFunc(engines, byHeap).heap), mib(uint64(maxRSS)))
+	if c := slices.MaxFunc(engines, func(a, b measurement) int { return cmp.Compare(a.stateCache, b.stateCache) }).stateCache; c > 0 {
+		fmt.Fprintf(w, "state cache  peak %s (Pebble's decoded values, as state.backend.pebble.cache-size counts them)\n", mib(uint64(c)))
+	}
 	if !o.baseline {
 		return nil
 	}
@@ -335,6 +366,7 @@ func runNexmarkEngine(ctx context.Context, env *stream.Environment, q nexmark.Qu
 		src = nexmark.Events(env, gen, o.events)
 	}
 	var parts string // the sink's directory, when --output asks for a file
+	var cachePeak int64
 	var results func() int64
 	var digest func() nexmark.Digest
 	switch {
@@ -363,9 +395,14 @@ func runNexmarkEngine(ctx context.Context, env *stream.Environment, q nexmark.Qu
 		}
 	}
 	eng, err := measure(func() (int64, error) {
-		err := env.Execute(ctx, "nexmark-"+q.Name)
-		return results(), err
+		jc, err := env.ExecuteAsync(ctx, "nexmark-"+q.Name)
+		if err != nil {
+			return 0, err
+		}
+		watchStateCache(jc, &cachePeak)
+		return results(), jc.Wait()
 	})
+	eng.stateCache = cachePeak
 	if o.cpuProfile != "" && first {
 		pprof.StopCPUProfile()
 	}
