@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
+	"sync"
 
 	"github.com/weirproject/weir/codec"
 )
@@ -15,6 +18,60 @@ type heapHandle[K comparable] interface {
 	snapshot(kc codec.Codec[K], w *stateWriter) error
 	// restoreEntry loads one snapshot entry, replacing the key's state.
 	restoreEntry(k K, v []byte) error
+}
+
+// heapCloner is implemented by heap states that can copy their entries
+// for a snapshot to encode later.
+type heapCloner[K comparable] interface {
+	// clone returns a function that writes the entries as they are now,
+	// or nil when the keys or values are not plain values.
+	clone() func(kc codec.Codec[K], w *stateWriter) error
+}
+
+// cloneValues copies m for snapshotValues when a shallow copy is a deep
+// one.
+func cloneValues[K comparable, T any](m map[K]T) func(kc codec.Codec[K], w *stateWriter) error {
+	if !plainValue[K]() || !plainValue[T]() {
+		return nil
+	}
+	c := maps.Clone(m)
+	return func(kc codec.Codec[K], w *stateWriter) error { return snapshotValues(c, kc, w) }
+}
+
+// plainTypes caches plainType by type.
+var plainTypes sync.Map // reflect.Type -> bool
+
+// plainValue reports whether copying a T copies everything it holds:
+// numbers, booleans, strings (immutable), and arrays and structs of
+// them; not pointers, slices, maps, channels, functions or interfaces,
+// whose targets user code may change in place.
+func plainValue[T any]() bool {
+	t := reflect.TypeFor[T]()
+	if v, ok := plainTypes.Load(t); ok {
+		return v.(bool)
+	}
+	v := plainType(t)
+	plainTypes.Store(t, v)
+	return v
+}
+
+func plainType(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128, reflect.String:
+		return true
+	case reflect.Array:
+		return plainType(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !plainType(t.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 var errTrailing = errors.New("trailing bytes after value")
@@ -105,6 +162,10 @@ func (s *valueState[K, T]) keys() int  { return len(s.m) }
 
 func (s *valueState[K, T]) snapshot(kc codec.Codec[K], w *stateWriter) error {
 	return snapshotValues(s.m, kc, w)
+}
+
+func (s *valueState[K, T]) clone() func(codec.Codec[K], *stateWriter) error {
+	return cloneValues(s.m)
 }
 
 func (s *valueState[K, T]) restoreEntry(k K, data []byte) error {
@@ -330,6 +391,9 @@ func (s *reducingState[K, T]) keys() int { return len(s.m) }
 func (s *reducingState[K, T]) snapshot(kc codec.Codec[K], w *stateWriter) error {
 	return snapshotValues(s.m, kc, w)
 }
+func (s *reducingState[K, T]) clone() func(codec.Codec[K], *stateWriter) error {
+	return cloneValues(s.m)
+}
 func (s *reducingState[K, T]) restoreEntry(k K, data []byte) error {
 	return restoreValue(s.m, k, data)
 }
@@ -363,6 +427,9 @@ func (s *aggregatingState[K, IN, ACC, OUT]) Clear()    { delete(s.m, s.b.current
 func (s *aggregatingState[K, IN, ACC, OUT]) keys() int { return len(s.m) }
 func (s *aggregatingState[K, IN, ACC, OUT]) snapshot(kc codec.Codec[K], w *stateWriter) error {
 	return snapshotValues(s.m, kc, w)
+}
+func (s *aggregatingState[K, IN, ACC, OUT]) clone() func(codec.Codec[K], *stateWriter) error {
+	return cloneValues(s.m)
 }
 func (s *aggregatingState[K, IN, ACC, OUT]) restoreEntry(k K, data []byte) error {
 	return restoreValue(s.m, k, data)

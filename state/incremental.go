@@ -87,7 +87,22 @@ type incrementalState struct {
 // snapshot is the full, self-contained format of Snapshot. Either way the
 // synchronous part first removes the expired entries of TTL states.
 func (b *Backend[K]) SnapshotAsync(files SnapshotFiles) (func(context.Context) ([]byte, error), error) {
-	if b.p == nil || files == nil {
+	if b.p == nil {
+		if err := b.dropExpired(); err != nil {
+			return nil, err
+		}
+		finish, err := b.snapshotHeap()
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) ([]byte, error) {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			return finish()
+		}, nil
+	}
+	if files == nil {
 		data, err := b.Snapshot()
 		if err != nil {
 			return nil, err

@@ -150,6 +150,30 @@ func (b *Backend[K]) Snapshot() ([]byte, error) {
 	if b.p != nil {
 		return b.p.snapshot()
 	}
+	finish, err := b.snapshotHeap()
+	if err != nil {
+		return nil, err
+	}
+	return finish()
+}
+
+// heapPart is one state's part of a heap snapshot: its entries encoded
+// in the synchronous part, or a function that encodes a copy later.
+type heapPart[K comparable] struct {
+	name  string
+	kind  kind
+	w     *stateWriter
+	later func(kc codec.Codec[K], w *stateWriter) error
+}
+
+// snapshotHeap takes the synchronous part of a heap snapshot and returns
+// the function that completes it, which may run on another goroutine.
+// States whose keys and values are plain values (see plainValue) are
+// copied, map for map, which costs a fraction of encoding them; the copy
+// is encoded in the returned function, off the record path. Lists, maps
+// and values that hold pointers are encoded at once: a shallow copy
+// would share what user code changes in place.
+func (b *Backend[K]) snapshotHeap() (func() ([]byte, error), error) {
 	kc, err := b.keyCodec()
 	if err != nil {
 		return nil, err
@@ -162,26 +186,41 @@ func (b *Backend[K]) Snapshot() ([]byte, error) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	out := binary.AppendUvarint([]byte(snapshotMagic), uint64(len(names)))
-	var w stateWriter
+	parts := make([]heapPart[K], 0, len(names))
 	for _, name := range names {
-		w.buf, w.n = w.buf[:0], 0
-		var k kind
+		p := heapPart[K]{name: name, w: &stateWriter{}}
 		if s, ok := b.states[name]; ok {
-			k = b.kinds[name]
-			if err := s.(heapHandle[K]).snapshot(kc, &w); err != nil {
-				return nil, fmt.Errorf("state %q: %w", name, err)
+			p.kind = b.kinds[name]
+			if c, ok := s.(heapCloner[K]); ok {
+				p.later = c.clone()
+			}
+			if p.later == nil {
+				if err := s.(heapHandle[K]).snapshot(kc, p.w); err != nil {
+					return nil, fmt.Errorf("state %q: %w", name, err)
+				}
 			}
 		} else {
 			raw := b.restored[name]
-			k = raw.kind
+			p.kind = raw.kind
 			for _, e := range raw.entries {
-				w.entry(e.kb, e.value)
+				p.w.entry(e.kb, e.value)
 			}
 		}
-		out = appendState(out, name, k, &w)
+		parts = append(parts, p)
 	}
-	return out, nil
+	return func() ([]byte, error) {
+		out := binary.AppendUvarint([]byte(snapshotMagic), uint64(len(parts)))
+		for _, p := range parts {
+			if p.later != nil {
+				if err := p.later(kc, p.w); err != nil {
+					return nil, fmt.Errorf("state %q: %w", p.name, err)
+				}
+			}
+			out = appendState(out, p.name, p.kind, p.w)
+			p.w.buf = nil
+		}
+		return out, nil
+	}, nil
 }
 
 // Restore loads a snapshot written by Snapshot of either implementation.
