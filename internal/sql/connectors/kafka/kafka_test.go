@@ -66,8 +66,15 @@ func readTopic(t *testing.T, brokers, topic string) []*kgo.Record {
 	defer cl.Close()
 	var out []*kgo.Record
 	// Poll until a poll of 500 ms brings nothing: the writers are done.
+	// The first records may take longer (metadata, connections, a
+	// loaded machine under -race): until some come, a poll waits up to
+	// 5 s, and a topic that stays empty for that long is empty.
 	for {
-		pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		wait := 500 * time.Millisecond
+		if len(out) == 0 {
+			wait = 5 * time.Second
+		}
+		pctx, pcancel := context.WithTimeout(ctx, wait)
 		fs := cl.PollFetches(pctx)
 		pcancel()
 		if ctx.Err() != nil {
