@@ -36,9 +36,6 @@ type cowSlots[K, T any] struct {
 	readers atomic.Int32
 }
 
-// len is the number of slots.
-func (s *cowSlots[K, T]) len() int { return s.n }
-
 // get returns slot i for reading; the pointer is valid until the next
 // write or append.
 func (s *cowSlots[K, T]) get(i int32) *T {
@@ -83,12 +80,6 @@ func (s *cowSlots[K, T]) add(k K, v T) int32 {
 	c.vals[i&cowChunkMask] = v
 	s.n++
 	return int32(i)
-}
-
-// reset drops every slot.
-func (s *cowSlots[K, T]) reset() {
-	s.chunks = nil
-	s.n = 0
 }
 
 // cowView is a frozen view of the slots at a snapshot.

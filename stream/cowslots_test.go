@@ -1,9 +1,14 @@
 package stream
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"math/rand/v2"
 	"sync"
 	"testing"
+
+	"github.com/weirproject/weir/state"
 )
 
 // TestCowSlotsViewsStayFrozen writes, appends and freezes at random while
@@ -86,5 +91,88 @@ func TestCowSlotsCopyOnlyWhileRead(t *testing.T) {
 	*s.set(cowChunkLen) = -2
 	if s.chunks[1] != second || second.epoch != s.epoch {
 		t.Fatal("a chunk no view reads was copied, or not adopted")
+	}
+}
+
+// memBlobs keeps put segments in memory.
+type memBlobs struct {
+	mu    sync.Mutex
+	files map[string][]byte
+}
+
+func (b *memBlobs) Put(_ context.Context, name string, data []byte) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.files[name] = data
+	return name, nil
+}
+
+func (b *memBlobs) Reuse(handle string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.files[handle]
+	return ok
+}
+
+// TestSegmentsOfOverlappingSnapshots: when the snapshot of a later
+// checkpoint finishes first, the earlier one must not reference its
+// segment files, which hold writes made after the earlier freeze; and a
+// segment nobody wrote to is referenced, not put again.
+func TestSegmentsOfOverlappingSnapshots(t *testing.T) {
+	defer func(n int) { reduceSegmentLen = n }(reduceSegmentLen)
+	reduceSegmentLen = cowChunkLen
+	var s cowSlots[int64, int64]
+	for i := range 3 * cowChunkLen {
+		s.add(int64(i), 1)
+	}
+	var table segmentTable[int64, int64]
+	blobs := &memBlobs{files: map[string][]byte{}}
+	list := func(data []byte) []string {
+		var hs []string
+		if err := json.Unmarshal(bytes.TrimPrefix(data, []byte(reduceSegmentsMagic)), &hs); err != nil {
+			t.Fatal(err)
+		}
+		return hs
+	}
+	first := s.freeze()
+	m0, err := table.snapshot(context.Background(), first, blobs)
+	first.release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.freeze() // checkpoint n
+	*s.set(0) = 2   // after n's barrier
+	b := s.freeze() // checkpoint n+1
+	mb, err := table.snapshot(context.Background(), b, blobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ma, err := table.snapshot(context.Background(), a, blobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.release()
+	b.release()
+	h0, ha, hb := list(m0), list(ma), list(mb)
+	if ha[0] == hb[0] {
+		t.Fatal("the earlier snapshot references the later one's segment, which holds a later write")
+	}
+	for i := 1; i < 3; i++ {
+		if ha[i] != h0[i] || hb[i] != h0[i] {
+			t.Fatalf("segment %d, unchanged, was put again: %v %v %v", i, h0, ha, hb)
+		}
+	}
+	vals := map[string]int64{}
+	for name, h := range map[string]string{"a": ha[0], "b": hb[0]} {
+		if err := state.RestoreValues(blobs.files[h], reduceStateName, nil, nil, func(k, v int64) {
+			if k == 0 {
+				vals[name] = v
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if vals["a"] != 1 || vals["b"] != 2 {
+		t.Fatalf("key 0 is %d in checkpoint n and %d in n+1, want 1 and 2", vals["a"], vals["b"])
 	}
 }

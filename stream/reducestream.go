@@ -163,8 +163,11 @@ func (t *segmentTable[K, T]) snapshot(ctx context.Context, view *cowView[K, T], 
 			old = t.segs[si]
 		}
 		t.mu.Unlock()
-		// A segment no slot of which changed since the view that put it.
-		if old.handle != "" && old.n == hi-lo && view.lastWrite(lo, hi) <= old.epoch && blobs.Reuse(old.handle) {
+		// A segment no slot of which changed since the view that put it,
+		// if that view is not newer than this one: the snapshot of a
+		// later checkpoint may finish first, and its file may hold
+		// writes made after this view was frozen.
+		if old.handle != "" && old.n == hi-lo && old.epoch <= view.epoch && view.lastWrite(lo, hi) <= old.epoch && blobs.Reuse(old.handle) {
 			handles = append(handles, old.handle)
 			continue
 		}
