@@ -36,12 +36,6 @@ type cowSlots[K, T any] struct {
 	readers atomic.Int32
 }
 
-// get returns slot i for reading; the pointer is valid until the next
-// write or append.
-func (s *cowSlots[K, T]) get(i int32) *T {
-	return &s.chunks[i>>cowChunkBits].vals[i&cowChunkMask]
-}
-
 // set returns slot i for writing.
 func (s *cowSlots[K, T]) set(i int32) *T {
 	c := s.chunks[i>>cowChunkBits]

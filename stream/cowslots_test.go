@@ -59,11 +59,17 @@ func TestCowSlotsViewsStayFrozen(t *testing.T) {
 	for e := range errs {
 		t.Fatal(e)
 	}
-	for i, want := range ref {
-		if got := *s.get(int32(i)); got != want {
-			t.Fatalf("slot %d = %d, want %d", i, got, want)
-		}
+	last := s.freeze()
+	defer last.release()
+	if last.n != len(ref) {
+		t.Fatalf("%d slots, want %d", last.n, len(ref))
 	}
+	last.each(0, last.n, func(k, v *int) bool {
+		if *v != ref[*k] {
+			t.Fatalf("slot %d = %d, want %d", *k, *v, ref[*k])
+		}
+		return true
+	})
 }
 
 // TestCowSlotsCopyOnlyWhileRead checks that a write copies a chunk only

@@ -138,11 +138,7 @@ func (r *backendReduceOp[K, T]) Close() error  { return nil }
 
 // SnapshotState encodes every key's result from the backend.
 func (r *backendReduceOp[K, T]) SnapshotState(id int64) ([]byte, error) {
-	finish, err := r.SnapshotStateAsync(id)
-	if err != nil {
-		return nil, err
-	}
-	return finish(context.Background())
+	return snapshotNow(r.SnapshotStateAsync, id)
 }
 
 // SnapshotStateAsync takes the backend's synchronous part; an incremental

@@ -263,11 +263,7 @@ type keyedSnapshot struct {
 // SnapshotState encodes the keyed state of every key and the pending
 // timers.
 func (c *keyedCore[K, U]) SnapshotState(id int64) ([]byte, error) {
-	finish, err := c.SnapshotStateAsync(id)
-	if err != nil {
-		return nil, err
-	}
-	return finish(context.Background())
+	return snapshotNow(c.SnapshotStateAsync, id)
 }
 
 // SnapshotStateAsync copies the timers and takes the state backend's

@@ -57,7 +57,13 @@ func (r *streamReduceOp[K, T]) Close() error                  { return nil }
 
 // SnapshotState encodes every key's result.
 func (r *streamReduceOp[K, T]) SnapshotState(id int64) ([]byte, error) {
-	finish, err := r.SnapshotStateAsync(id)
+	return snapshotNow(r.SnapshotStateAsync, id)
+}
+
+// snapshotNow takes both parts of an asynchronous snapshot at once, for
+// SnapshotState.
+func snapshotNow(async func(int64) (func(context.Context) ([]byte, error), error), id int64) ([]byte, error) {
+	finish, err := async(id)
 	if err != nil {
 		return nil, err
 	}
