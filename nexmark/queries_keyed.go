@@ -99,16 +99,18 @@ func Q19(events *stream.Stream[Event]) *stream.Stream[Q19Result] {
 // bid of a time is a value of its own and only the others share a slice:
 // waiting allocates nothing per bid.
 type q19TopN struct {
-	top   state.ListState[Bid]
-	first state.MapState[int64, Bid]
-	more  state.MapState[int64, []Bid]
-	bids  []Bid // scratch for the bids a timer ranks
+	top    state.ListState[Bid]
+	first  state.MapState[int64, Bid]
+	more   state.MapState[int64, []Bid]
+	bids   []Bid // scratch for the bids a timer ranks
+	newTop []Bid // scratch for a new auction's top, with room for Q19TopN
 }
 
 func (q *q19TopN) Open(ctx *stream.KeyedContext[int64]) error {
 	q.top = state.List[Bid](ctx.State(), "top")
 	q.first = state.Map[int64, Bid](ctx.State(), "first")
 	q.more = state.Map[int64, []Bid](ctx.State(), "more")
+	q.newTop = make([]Bid, 0, Q19TopN)
 	return nil
 }
 
@@ -121,8 +123,10 @@ func (q *q19TopN) ProcessElement(b Bid, ctx *stream.KeyedContext[int64], _ strea
 		ctx.RegisterEventTimeTimer(b.DateTime)
 		return nil
 	}
+	// The slice is the state's own (or, with Pebble, a fresh decoding):
+	// appending in place grows it by doubling, not by one copy per bid.
 	more, _ := q.more.Get(b.DateTime)
-	q.more.Put(b.DateTime, append(slices.Clip(more), b))
+	q.more.Put(b.DateTime, append(more, b))
 	return nil
 }
 
@@ -138,10 +142,20 @@ func (q *q19TopN) OnTimer(ts int64, _ *stream.KeyedContext[int64], out stream.Co
 		q.more.Remove(ts)
 	}
 	// On the heap the top's list is the state's own, with room for 10:
-	// rankTopN changes it in place and Update keeps it without a copy.
-	top, changed := rankTopN(q.top.Get(), bids, out.Collect)
+	// rankTopN changes it in place and Update keeps it without a copy. A
+	// new auction's list starts in a scratch list with room for 10, which
+	// Update copies once, capacity and all.
+	top := q.top.Get()
+	fresh := top == nil
+	if fresh {
+		top = q.newTop[:0]
+	}
+	top, changed := rankTopN(top, bids, out.Collect)
 	if changed {
 		q.top.Update(top)
+	}
+	if fresh {
+		clear(q.newTop[:cap(q.newTop)]) // the strings of the bids copied
 	}
 	clear(bids) // the strings of the bids ranked
 	q.bids = bids[:0]

@@ -268,7 +268,22 @@ func (s *listState[K, T]) restoreEntry(k K, data []byte) error {
 type mapState[K, MK comparable, MV any] struct {
 	b *Backend[K]
 	m map[K]map[MK]MV
+	// spare holds maps that emptied, cleared, for the next key that needs
+	// one: keys whose maps fill and empty again and again (entries waiting
+	// for a timer) would otherwise allocate a map, and grow it, each time.
+	spare []map[MK]MV
+	// sawLarge is set once a key's map grew past largeMapLen: a cleared
+	// map keeps its size, and such a state keeps no spares.
+	sawLarge bool
 }
+
+// maxSpareMaps bounds the emptied maps a map state keeps for reuse, and
+// largeMapLen the entries of a map that may be kept, so that spares hold
+// at most a few megabytes.
+const (
+	maxSpareMaps = 64
+	largeMapLen  = 1024
+)
 
 func (s *mapState[K, MK, MV]) Get(k MK) (MV, bool) {
 	v, ok := s.m[s.b.current][k]
@@ -278,10 +293,18 @@ func (s *mapState[K, MK, MV]) Get(k MK) (MV, bool) {
 func (s *mapState[K, MK, MV]) Put(k MK, v MV) {
 	m := s.m[s.b.current]
 	if m == nil {
-		m = make(map[MK]MV)
+		if n := len(s.spare); n > 0 {
+			m = s.spare[n-1]
+			s.spare = s.spare[:n-1]
+		} else {
+			m = make(map[MK]MV)
+		}
 		s.m[s.b.current] = m
 	}
 	m[k] = v
+	if len(m) > largeMapLen && !s.sawLarge {
+		s.sawLarge, s.spare = true, nil
+	}
 }
 
 func (s *mapState[K, MK, MV]) Remove(k MK) {
@@ -289,7 +312,16 @@ func (s *mapState[K, MK, MV]) Remove(k MK) {
 		delete(m, k)
 		if len(m) == 0 {
 			delete(s.m, s.b.current)
+			s.recycle(m)
 		}
+	}
+}
+
+// recycle keeps a map that is no longer a key's for reuse.
+func (s *mapState[K, MK, MV]) recycle(m map[MK]MV) {
+	if len(s.spare) < maxSpareMaps && !s.sawLarge && len(m) <= largeMapLen {
+		clear(m)
+		s.spare = append(s.spare, m)
 	}
 }
 
@@ -308,7 +340,13 @@ func (s *mapState[K, MK, MV]) Range(fn func(MK, MV) bool) {
 	}
 }
 
-func (s *mapState[K, MK, MV]) Clear()    { delete(s.m, s.b.current) }
+func (s *mapState[K, MK, MV]) Clear() {
+	if m := s.m[s.b.current]; m != nil {
+		delete(s.m, s.b.current)
+		s.recycle(m)
+	}
+}
+
 func (s *mapState[K, MK, MV]) keys() int { return len(s.m) }
 
 func (s *mapState[K, MK, MV]) snapshot(kc codec.Codec[K], w *stateWriter) error {
@@ -364,6 +402,9 @@ func (s *mapState[K, MK, MV]) restoreEntry(k K, data []byte) error {
 		delete(s.m, k)
 	} else {
 		s.m[k] = m
+	}
+	if len(m) > largeMapLen {
+		s.sawLarge, s.spare = true, nil
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -109,41 +110,98 @@ func TestAtLeastOnceNeverBlocks(t *testing.T) {
 }
 
 func TestTimerHeapOrderAndDeduplication(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	h := newTimerHeap[int]()
-	want := map[[2]int64]bool{}
-	for i := 0; i < 2000; i++ {
-		k, ts := rng.IntN(20), int64(rng.IntN(300))
-		added := h.add(k, ts)
-		if added == want[[2]int64{int64(k), ts}] {
-			t.Fatalf("add(%d, %d) = %v with the timer already set = %v", k, ts, added, want[[2]int64{int64(k), ts}])
-		}
-		want[[2]int64{int64(k), ts}] = true
-		if rng.IntN(4) == 0 {
-			dk, dts := rng.IntN(20), int64(rng.IntN(300))
-			if h.remove(dk, dts) != want[[2]int64{int64(dk), dts}] {
-				t.Fatalf("remove(%d, %d) disagrees with the set", dk, dts)
+	// Few keys over many times keeps buckets small (searched by scanning);
+	// many keys over few times makes them large (with a set of live keys).
+	for _, shape := range []struct{ keys, times int }{{20, 300}, {200, 4}, {12, 30}} {
+		t.Run(fmt.Sprintf("%dkeys-%dtimes", shape.keys, shape.times), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, uint64(shape.keys)))
+			heap := newTimerHeap[int]()
+			h := &heap
+			want := map[[2]int64]bool{}
+			last := int64(-1) // the time of the last timer popped
+			for i := 0; i < 4000; i++ {
+				// Times at or after the last one fired, as a watermark
+				// would allow, so that popping interleaves with adding.
+				k, ts := rng.IntN(shape.keys), max(last, 0)+int64(rng.IntN(shape.times))
+				added := h.add(k, ts)
+				if added == want[[2]int64{int64(k), ts}] {
+					t.Fatalf("add(%d, %d) = %v with the timer already set = %v", k, ts, added, want[[2]int64{int64(k), ts}])
+				}
+				want[[2]int64{int64(k), ts}] = true
+				if rng.IntN(4) == 0 {
+					dk, dts := rng.IntN(shape.keys), max(last, 0)+int64(rng.IntN(shape.times))
+					if h.remove(dk, dts) != want[[2]int64{int64(dk), dts}] {
+						t.Fatalf("remove(%d, %d) disagrees with the set", dk, dts)
+					}
+					delete(want, [2]int64{int64(dk), dts})
+				}
+				if rng.IntN(8) == 0 {
+					last = popChecked(t, h, want, last)
+				}
+				if h.len() != len(want) {
+					t.Fatalf("%d timers pending, want %d", h.len(), len(want))
+				}
 			}
-			delete(want, [2]int64{int64(dk), dts})
+			if len(h.pending()) != len(want) {
+				t.Fatalf("%d timers listed, want %d", len(h.pending()), len(want))
+			}
+			for h.len() > 0 {
+				last = popChecked(t, h, want, last)
+			}
+			if _, ok := h.head(); ok || len(want) != 0 {
+				t.Fatalf("%d timers left, head found one: %v", len(want), ok)
+			}
+		})
+	}
+}
+
+// popChecked pops the earliest timer and checks it was set and not
+// earlier than the last popped.
+func popChecked(t *testing.T, h *timerHeap[int], want map[[2]int64]bool, last int64) int64 {
+	t.Helper()
+	head, ok := h.head()
+	if !ok {
+		if len(want) != 0 {
+			t.Fatalf("no head with %d timers set", len(want))
+		}
+		return last
+	}
+	key, ts := h.pop()
+	if ts != head || ts < last || !want[[2]int64{int64(key), ts}] {
+		t.Fatalf("popped %d at %d (head %d, last %d): set %v", key, ts, head, last, want[[2]int64{int64(key), ts}])
+	}
+	for id := range want {
+		if id[1] < ts {
+			t.Fatalf("popped a timer at %d while one at %d is set", ts, id[1])
 		}
 	}
-	var got []int64
-	if len(h.pending()) != len(want) || h.len() != len(want) {
-		t.Fatalf("%d timers pending (%d listed), want %d", h.len(), len(h.pending()), len(want))
-	}
-	for {
-		if _, ok := h.head(); !ok {
-			break
+	delete(want, [2]int64{int64(key), ts})
+	return ts
+}
+
+func TestTimerHeapFiresATimesKeysInRegistrationOrder(t *testing.T) {
+	for _, n := range []int{3, smallTimerBucket, 5 * smallTimerBucket} {
+		h := newTimerHeap[int]()
+		for i := range n {
+			h.add(n-i, 7)
+			h.add(n-i, 5)
 		}
-		key, ts := h.pop()
-		if !want[[2]int64{int64(key), ts}] {
-			t.Fatalf("popped a timer that was never set or was removed: %d at %d", key, ts)
+		h.remove(n, 5) // the first registered at 5
+		for _, ts := range []int64{5, 7} {
+			from := n
+			if ts == 5 {
+				from = n - 1
+			}
+			for k := from; k > 0; k-- {
+				key, got := h.pop()
+				if key != k || got != ts {
+					t.Fatalf("%d keys: popped %d at %d, want %d at %d", n, key, got, k, ts)
+				}
+			}
 		}
-		delete(want, [2]int64{int64(key), ts})
-		got = append(got, ts)
-	}
-	if len(want) != 0 || !slices.IsSorted(got) {
-		t.Fatalf("%d timers left, sorted %v", len(want), slices.IsSorted(got))
+		if h.len() != 0 {
+			t.Fatalf("%d keys: %d left", n, h.len())
+		}
 	}
 }
 

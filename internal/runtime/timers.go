@@ -191,84 +191,161 @@ type timerID[K comparable] struct {
 }
 
 // timerHeap holds timers by time: a min-heap of the distinct times that
-// have timers, and per time its keys in the order they were registered,
-// with a set of the pending timers for deduplication and deletion. Keyed
-// operators set many timers for few times (a window's end, the
-// millisecond of a batch of records): the heap moves once per time rather
-// than once per timer, and a timer allocates nothing of its own. A
-// deleted timer stays in its time's list until that time comes up; the
-// set says it is gone.
+// have timers, and per time a bucket of its keys in the order they were
+// registered. Keyed operators set many timers for few times (a window's
+// end, the millisecond of a batch of records): the heap moves once per
+// time rather than once per timer, and a timer allocates nothing of its
+// own. A bucket of a few keys is searched by scanning it, which costs
+// less than hashing a (key, time) pair in a set of every timer; a bucket
+// that grows past smallTimerBucket keys gets a set of its live keys, and
+// a key deleted from it stays in its list until its time comes up.
 type timerHeap[K comparable] struct {
-	times []int64
-	keys  map[int64][]K
-	set   map[timerID[K]]struct{}
+	times   []int64
+	buckets map[int64]*timerBucket[K]
+	n       int // pending timers
+	// top caches the bucket of times[0] (at topTS) between head and pop.
+	top   *timerBucket[K]
+	topTS int64
+	spare []*timerBucket[K]
+}
+
+// smallTimerBucket is the number of keys a bucket holds before it keeps a
+// set of them.
+const smallTimerBucket = 8
+
+type timerBucket[K comparable] struct {
+	keys  []K
+	first int            // keys[first:] are pending (or deleted, with live)
+	live  map[K]struct{} // nil while the bucket is small
+}
+
+func (b *timerBucket[K]) index(key K) int {
+	for i := b.first; i < len(b.keys); i++ {
+		if b.keys[i] == key {
+			return i
+		}
+	}
+	return -1
+}
+
+func (b *timerBucket[K]) has(key K) bool {
+	if b.live != nil {
+		_, ok := b.live[key]
+		return ok
+	}
+	return b.index(key) >= 0
 }
 
 func newTimerHeap[K comparable]() timerHeap[K] {
-	return timerHeap[K]{keys: make(map[int64][]K), set: make(map[timerID[K]]struct{})}
+	return timerHeap[K]{buckets: make(map[int64]*timerBucket[K])}
 }
 
 // len is the number of pending timers.
-func (h *timerHeap[K]) len() int { return len(h.set) }
+func (h *timerHeap[K]) len() int { return h.n }
 
 func (h *timerHeap[K]) add(key K, ts int64) bool {
-	id := timerID[K]{key, ts}
-	if _, ok := h.set[id]; ok {
+	b := h.buckets[ts]
+	if b == nil {
+		if n := len(h.spare); n > 0 {
+			b = h.spare[n-1]
+			h.spare = h.spare[:n-1]
+		} else {
+			b = &timerBucket[K]{}
+		}
+		h.buckets[ts] = b
+		h.pushTime(ts)
+	} else if b.has(key) {
 		return false
 	}
-	h.set[id] = struct{}{}
-	ks, ok := h.keys[ts]
-	if !ok {
-		h.pushTime(ts)
+	b.keys = append(b.keys, key)
+	if b.live != nil {
+		b.live[key] = struct{}{}
+	} else if len(b.keys)-b.first > smallTimerBucket {
+		b.live = make(map[K]struct{}, 2*smallTimerBucket)
+		for _, k := range b.keys[b.first:] {
+			b.live[k] = struct{}{}
+		}
 	}
-	h.keys[ts] = append(ks, key)
+	h.n++
 	return true
 }
 
 func (h *timerHeap[K]) remove(key K, ts int64) bool {
-	id := timerID[K]{key, ts}
-	if _, ok := h.set[id]; !ok {
+	b := h.buckets[ts]
+	if b == nil {
 		return false
 	}
-	delete(h.set, id)
+	if b.live != nil {
+		if _, ok := b.live[key]; !ok {
+			return false
+		}
+		delete(b.live, key)
+	} else {
+		i := b.index(key)
+		if i < 0 {
+			return false
+		}
+		b.keys = slices.Delete(b.keys, i, i+1)
+	}
+	h.n--
 	return true
 }
 
 // head returns the time of the earliest pending timer, dropping the
-// deleted timers ahead of it.
+// deleted timers and empty buckets ahead of it.
 func (h *timerHeap[K]) head() (int64, bool) {
 	for len(h.times) > 0 {
 		ts := h.times[0]
-		ks := h.keys[ts]
-		for len(ks) > 0 {
-			if _, ok := h.set[timerID[K]{ks[0], ts}]; ok {
-				h.keys[ts] = ks
+		b := h.top
+		if b == nil || h.topTS != ts {
+			b = h.buckets[ts]
+			h.top, h.topTS = b, ts
+		}
+		for b.first < len(b.keys) {
+			if b.live == nil {
 				return ts, true
 			}
-			var zero K
-			ks[0] = zero
-			ks = ks[1:]
+			if _, ok := b.live[b.keys[b.first]]; ok {
+				return ts, true
+			}
+			b.dropFirst()
 		}
-		delete(h.keys, ts)
-		h.popTime()
+		h.dropTop(ts, b)
 	}
 	return 0, false
 }
 
-// pop takes the earliest pending timer; head must have found one.
-func (h *timerHeap[K]) pop() (K, int64) {
-	ts := h.times[0]
-	ks := h.keys[ts]
-	key := ks[0]
+func (b *timerBucket[K]) dropFirst() {
 	var zero K
-	ks[0] = zero
-	if len(ks) == 1 {
-		delete(h.keys, ts)
-		h.popTime()
-	} else {
-		h.keys[ts] = ks[1:]
+	b.keys[b.first] = zero
+	b.first++
+}
+
+// dropTop removes the earliest time, whose bucket b is empty.
+func (h *timerHeap[K]) dropTop(ts int64, b *timerBucket[K]) {
+	delete(h.buckets, ts)
+	h.popTime()
+	h.top = nil
+	if b.live == nil && cap(b.keys) <= 4*smallTimerBucket && len(h.spare) < 64 {
+		clear(b.keys[:b.first])
+		b.keys, b.first = b.keys[:0], 0
+		h.spare = append(h.spare, b)
 	}
-	delete(h.set, timerID[K]{key, ts})
+}
+
+// pop takes the earliest pending timer; there must be one.
+func (h *timerHeap[K]) pop() (K, int64) {
+	h.head()
+	ts, b := h.topTS, h.top
+	key := b.keys[b.first]
+	b.dropFirst()
+	if b.live != nil {
+		delete(b.live, key)
+	}
+	h.n--
+	if b.first == len(b.keys) {
+		h.dropTop(ts, b)
+	}
 	return key, ts
 }
 
@@ -277,19 +354,24 @@ func (h *timerHeap[K]) pop() (K, int64) {
 func (h *timerHeap[K]) pending() []timerID[K] {
 	times := slices.Clone(h.times)
 	slices.Sort(times)
-	out := make([]timerID[K], 0, len(h.set))
-	seen := make(map[timerID[K]]struct{}, len(h.set))
+	out := make([]timerID[K], 0, h.n)
 	for _, ts := range times {
-		for _, k := range h.keys[ts] {
-			id := timerID[K]{k, ts}
-			if _, ok := h.set[id]; !ok {
-				continue
+		b := h.buckets[ts]
+		var seen map[K]struct{}
+		if b.live != nil {
+			seen = make(map[K]struct{}, len(b.live))
+		}
+		for _, k := range b.keys[b.first:] {
+			if b.live != nil {
+				if _, ok := b.live[k]; !ok {
+					continue
+				}
+				if _, dup := seen[k]; dup {
+					continue // deleted and set again: it fires once
+				}
+				seen[k] = struct{}{}
 			}
-			if _, dup := seen[id]; dup {
-				continue // deleted and set again: it fires once
-			}
-			seen[id] = struct{}{}
-			out = append(out, id)
+			out = append(out, timerID[K]{k, ts})
 		}
 	}
 	return out
