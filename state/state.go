@@ -64,8 +64,10 @@ type MapState[MK comparable, MV any] interface {
 	Remove(k MK)
 	Contains(k MK) bool
 	// All returns the current key's entries (nil if none); the caller must
-	// not modify it. With Pebble it materializes (decodes) the whole map:
-	// prefer Range for large maps.
+	// not modify it, nor keep it past the next change to the state: on the
+	// heap it is the state's own map, which is reused once it empties.
+	// With Pebble it materializes (decodes) the whole map: prefer Range for
+	// large maps.
 	All() map[MK]MV
 	// Range calls fn for each entry of the current key until fn returns
 	// false. fn must not modify the state. With Pebble, entries come in the
