@@ -41,6 +41,7 @@ type nexmarkOptions struct {
 	loopOutput  string
 	cpuProfile  string
 	runs        int
+	warmup      int
 	jobManager  string
 	// fromSavepoint and allowNonRestored are set by a TaskManager that
 	// restarts the query from its latest checkpoint (--jobmanager).
@@ -100,6 +101,7 @@ weir follows the job and prints its throughput over the job's run time.`,
 	f.DurationVar(&opts.checkpoint, "checkpoint-interval", 0, "take checkpoints at this interval (execution.checkpointing.interval); 0 takes none")
 	f.StringArrayVarP(&opts.defines, "define", "D", nil, "set a configuration option, key=value (repeatable)")
 	f.IntVar(&opts.runs, "runs", 1, "run the query (and the loop) `N` times, alternately, and print the median and min–max of the runs")
+	f.IntVar(&opts.warmup, "warmup", 0, "first run the query (and the loop) `N` times without counting them: a process's first run also pays for growing its heap")
 	f.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the engine's run to `file` (for go tool pprof)")
 	f.StringVar(&opts.output, "output", "", "also write the engine's results as JSON lines to `file`")
 	f.StringVar(&opts.loopOutput, "baseline-output", "", "write the baseline loop's results as JSON lines to `file` (implies --baseline)")
@@ -128,6 +130,12 @@ func (o *nexmarkOptions) validate(cmd *cobra.Command) error {
 	}
 	if o.runs < 1 {
 		return usageErrorf(cmd, "--runs %d must be at least 1", o.runs)
+	}
+	if o.warmup < 0 {
+		return usageErrorf(cmd, "--warmup %d must not be negative", o.warmup)
+	}
+	if o.warmup > 0 && o.jobManager != "" {
+		return usageErrorf(cmd, "--warmup runs on the local mini cluster: leave it out with --jobmanager")
 	}
 	if o.runs > 1 && (o.output != "" || o.loopOutput != "") {
 		return usageErrorf(cmd, "--output and --baseline-output write one run's results: use them with --runs 1")
@@ -274,17 +282,20 @@ func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
 	}
 	var engines, loops []measurement
 	var cfg *config.Configuration
-	for run := range o.runs {
+	for run := range o.warmup + o.runs {
+		counted := run >= o.warmup
 		env, err := o.environment()
 		if err != nil {
 			return err
 		}
 		cfg = env.Config()
-		eng, engDigest, err := runNexmarkEngine(ctx, env, q, gen, events, o, run == 0)
+		eng, engDigest, err := runNexmarkEngine(ctx, env, q, gen, events, o, run == o.warmup)
 		if err != nil {
 			return err
 		}
-		engines = append(engines, eng)
+		if counted {
+			engines = append(engines, eng)
+		}
 		if !o.baseline {
 			continue
 		}
@@ -303,7 +314,9 @@ func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
 		if err != nil {
 			return fmt.Errorf("nexmark %s: --baseline-output: %w", q.Name, err)
 		}
-		loops = append(loops, loop)
+		if counted {
+			loops = append(loops, loop)
+		}
 		switch {
 		case loop.results != eng.results && q.WallClock:
 		case loop.results != eng.results:
@@ -323,6 +336,9 @@ func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
 	}
 	if o.runs > 1 {
 		fmt.Fprintf(w, "runs         %d; figures are the median (min–max)\n", o.runs)
+	}
+	if o.warmup > 0 {
+		fmt.Fprintf(w, "warm-up      %d run(s) before, not counted\n", o.warmup)
 	}
 	elapsed, cpu := series(engines)
 	fmt.Fprintf(w, "results      %d\n", engines[0].results)

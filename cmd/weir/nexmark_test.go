@@ -29,11 +29,11 @@ func TestNexmarkQ1(t *testing.T) {
 
 func TestNexmarkRunsChecksEveryRun(t *testing.T) {
 	t.Parallel()
-	stdout, stderr, code := weir(t, "nexmark", "--query", "q5", "--events", "20000", "--baseline", "--runs", "3", "-p", "2")
+	stdout, stderr, code := weir(t, "nexmark", "--query", "q5", "--events", "20000", "--baseline", "--runs", "3", "--warmup", "1", "-p", "2")
 	if code != 0 {
 		t.Fatalf("weir nexmark: exit status %d\nstderr:\n%s", code, stderr)
 	}
-	for _, want := range []string{"runs         3; figures are the median (min–max)", "engine/loop  throughput ", "–", "checked      the engine's results equal the loop's"} {
+	for _, want := range []string{"runs         3; figures are the median (min–max)", "engine/loop  throughput ", "–", "checked      the engine's results equal the loop's", "warm-up      1 run(s) before, not counted"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output does not contain %q:\n%s", want, stdout)
 		}
@@ -50,6 +50,8 @@ func TestNexmarkUsage(t *testing.T) {
 		{"nexmark", "--query", "q1", "--runs", "0"},
 		{"nexmark", "--query", "q1", "--runs", "2", "--output", "x.jsonl"},
 		{"nexmark", "--query", "q1", "--runs", "2", "--jobmanager", "127.0.0.1:1"},
+		{"nexmark", "--query", "q1", "--warmup", "-1"},
+		{"nexmark", "--query", "q1", "--warmup", "1", "--jobmanager", "127.0.0.1:1"},
 	} {
 		_, stderr, code := weir(t, args...)
 		if code != exitUsage {
