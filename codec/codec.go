@@ -220,6 +220,12 @@ type inPlaceDecoder[T any] interface {
 	decodeInto(src []byte, p *T) (int, error)
 }
 
+// sliceDecoder decodes cnt elements from src into vs, which has room for
+// them and holds zero values; it returns the bytes consumed.
+type sliceDecoder[T any] interface {
+	decodeSlice(vs []T, src []byte) (int, error)
+}
+
 // DecodeSlice decodes a batch written by [AppendSlice] from the front of src,
 // appending the elements to dst (reusing its capacity). It returns the
 // extended slice and the number of bytes consumed. On error it returns dst
@@ -254,6 +260,18 @@ func DecodeSlice[T any](c Codec[T], dst []T, src []byte) ([]T, int, error) {
 	}
 	orig := len(dst)
 	dst = slices.Grow(dst, int(cnt))
+	if sd, ok := c.(sliceDecoder[T]); ok {
+		dst = dst[:orig+int(cnt)]
+		m, err := sd.decodeSlice(dst[orig:], src[n:])
+		if err == nil && (m < 0 || m > len(src)-n) {
+			err = errConsumed
+		}
+		if err != nil {
+			clear(dst[orig:])
+			return dst[:orig], 0, err
+		}
+		return dst, n + m, nil
+	}
 	if di, ok := c.(inPlaceDecoder[T]); ok {
 		for range cnt {
 			var zero T

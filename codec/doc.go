@@ -76,4 +76,12 @@
 // limited to 10000 levels (deeper input is reported as corrupt), which keeps
 // hostile input from exhausting the stack. Decoded values never alias the
 // input buffer, which the exchange reuses.
+//
+// # Batches
+//
+// [AppendSlice] and [DecodeSlice] encode and decode a batch in place.
+// Structs whose fields are all of basic kinds, directly or in nested
+// structs of them (tuples, a word and a count), take a faster path with
+// the same encoding: one loop over their fields, without a call per
+// field.
 package codec

@@ -29,6 +29,10 @@ type node struct {
 	dec   func(src []byte, p unsafe.Pointer, depth int) (int, error)
 	min   int  // minimum encoded size in bytes
 	empty bool // the encoding is always empty (zero-size types)
+	// flat lists the basic-kind fields of a struct made only of them
+	// (nested such structs included, in order), for the batch fast path;
+	// nil otherwise.
+	flat []flatField
 }
 
 func (n *node) append(dst []byte, p unsafe.Pointer) []byte {
@@ -160,6 +164,32 @@ func (c *compiler) structNode(n *node) error {
 	if n.empty {
 		n.enc = func(dst []byte, _ unsafe.Pointer) []byte { return dst }
 		n.dec = func([]byte, unsafe.Pointer, int) (int, error) { return 0, nil }
+		return nil
+	}
+	// A struct of basic kinds, directly or in nested structs of them,
+	// is encoded field after field without a call per field: the
+	// common record shapes (tuples and structs of strings and numbers).
+	flat := make([]flatField, 0, len(fields))
+	for _, f := range fields {
+		switch {
+		case f.n.empty:
+		case f.n.k != kOther:
+			flat = append(flat, flatField{off: f.off, k: f.n.k})
+		case f.n.flat != nil:
+			for _, g := range f.n.flat {
+				flat = append(flat, flatField{off: f.off + g.off, k: g.k})
+			}
+		default:
+			flat = nil
+		}
+		if flat == nil {
+			break
+		}
+	}
+	if flat != nil {
+		n.flat = flat
+		n.enc = func(dst []byte, p unsafe.Pointer) []byte { return appendFlat(dst, p, flat) }
+		n.dec = func(src []byte, p unsafe.Pointer, _ int) (int, error) { return decodeFlat(src, p, flat) }
 		return nil
 	}
 	n.enc = func(dst []byte, p unsafe.Pointer) []byte {
@@ -605,6 +635,12 @@ func (c reflectCodec[T]) Decode(src []byte) (v T, n int, err error) {
 // interface call, so escape analysis moves any backing array there. No
 // scratch value, and no pool, per record.
 func (c reflectCodec[T]) appendSlice(dst []byte, vs []T) []byte {
+	if flat := c.n.flat; flat != nil {
+		for i := range vs {
+			dst = appendFlat(dst, unsafe.Pointer(&vs[i]), flat)
+		}
+		return dst
+	}
 	for i := range vs {
 		dst = c.n.append(dst, unsafe.Pointer(&vs[i]))
 	}
@@ -613,6 +649,29 @@ func (c reflectCodec[T]) appendSlice(dst []byte, vs []T) []byte {
 
 func (c reflectCodec[T]) decodeInto(src []byte, p *T) (int, error) {
 	return c.n.decode(src, unsafe.Pointer(p), 0)
+}
+
+// decodeSlice decodes len(vs) values into vs; flat structs in one loop.
+func (c reflectCodec[T]) decodeSlice(vs []T, src []byte) (int, error) {
+	off := 0
+	if flat := c.n.flat; flat != nil {
+		for i := range vs {
+			m, err := decodeFlat(src[off:], unsafe.Pointer(&vs[i]), flat)
+			if err != nil {
+				return 0, err
+			}
+			off += m
+		}
+		return off, nil
+	}
+	for i := range vs {
+		m, err := c.n.decode(src[off:], unsafe.Pointer(&vs[i]), 0)
+		if err != nil {
+			return 0, err
+		}
+		off += m
+	}
+	return off, nil
 }
 
 func (c reflectCodec[T]) sizeInfo() (int, bool) { return c.n.min, c.n.empty }
