@@ -134,9 +134,6 @@ func (o *nexmarkOptions) validate(cmd *cobra.Command) error {
 	if o.warmup < 0 {
 		return usageErrorf(cmd, "--warmup %d must not be negative", o.warmup)
 	}
-	if o.warmup > 0 && o.jobManager != "" {
-		return usageErrorf(cmd, "--warmup runs on the local mini cluster: leave it out with --jobmanager")
-	}
 	if o.runs > 1 && (o.output != "" || o.loopOutput != "") {
 		return usageErrorf(cmd, "--output and --baseline-output write one run's results: use them with --runs 1")
 	}
