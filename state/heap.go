@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"sync"
+	"unsafe"
 
 	"github.com/weirproject/weir/codec"
 )
@@ -272,18 +273,29 @@ type mapState[K, MK comparable, MV any] struct {
 	// one: keys whose maps fill and empty again and again (entries waiting
 	// for a timer) would otherwise allocate a map, and grow it, each time.
 	spare []map[MK]MV
-	// sawLarge is set once a key's map grew past largeMapLen: a cleared
-	// map keeps its size, and such a state keeps no spares.
+	// sawLarge is set once a key's map grew past large entries: a
+	// cleared map keeps its size, and such a state keeps no spares.
 	sawLarge bool
+	large    int
 }
 
 // maxSpareMaps bounds the emptied maps a map state keeps for reuse, and
-// largeMapLen the entries of a map that may be kept, so that spares hold
-// at most a few megabytes.
+// spareMapBytes the slots of each (its entries' keys and values as stored
+// in the map; what they point to is released by clearing it), so that a
+// state's spares hold at most a few megabytes whatever its entry type.
 const (
-	maxSpareMaps = 64
-	largeMapLen  = 1024
+	maxSpareMaps  = 64
+	spareMapBytes = 64 << 10
 )
+
+func newMapState[K, MK comparable, MV any](b *Backend[K]) *mapState[K, MK, MV] {
+	var (
+		k MK
+		v MV
+	)
+	entry := max(int(unsafe.Sizeof(k)+unsafe.Sizeof(v)), 1)
+	return &mapState[K, MK, MV]{b: b, m: make(map[K]map[MK]MV), large: min(max(spareMapBytes/entry, 8), 1024)}
+}
 
 func (s *mapState[K, MK, MV]) Get(k MK) (MV, bool) {
 	v, ok := s.m[s.b.current][k]
@@ -302,7 +314,7 @@ func (s *mapState[K, MK, MV]) Put(k MK, v MV) {
 		s.m[s.b.current] = m
 	}
 	m[k] = v
-	if len(m) > largeMapLen && !s.sawLarge {
+	if len(m) > s.large && !s.sawLarge {
 		s.sawLarge, s.spare = true, nil
 	}
 }
@@ -319,7 +331,7 @@ func (s *mapState[K, MK, MV]) Remove(k MK) {
 
 // recycle keeps a map that is no longer a key's for reuse.
 func (s *mapState[K, MK, MV]) recycle(m map[MK]MV) {
-	if len(s.spare) < maxSpareMaps && !s.sawLarge && len(m) <= largeMapLen {
+	if len(s.spare) < maxSpareMaps && !s.sawLarge && len(m) <= s.large {
 		clear(m)
 		s.spare = append(s.spare, m)
 	}
@@ -403,7 +415,7 @@ func (s *mapState[K, MK, MV]) restoreEntry(k K, data []byte) error {
 	} else {
 		s.m[k] = m
 	}
-	if len(m) > largeMapLen {
+	if len(m) > s.large {
 		s.sawLarge, s.spare = true, nil
 	}
 	return nil

@@ -92,3 +92,38 @@ func TestHeapSnapshotIsTheStateAtItsSynchronousPart(t *testing.T) {
 		}
 	}
 }
+
+func TestEmptiedMapsAreReusedWithinABound(t *testing.T) {
+	b := NewBackend[string]()
+	small := Map[int, int](b, "small").(*mapState[string, int, int])
+	big := Map[int, [1024]byte](b, "big").(*mapState[string, int, [1024]byte])
+	if small.large != 1024 || big.large != spareMapBytes/(8+1024) {
+		t.Fatalf("entries a spare map may have held: %d and %d", small.large, big.large)
+	}
+	for _, k := range []string{"a", "b", "c"} {
+		b.SetCurrentKey(k)
+		small.Put(1, 1)
+		small.Remove(1)
+	}
+	if len(small.spare) != 1 {
+		t.Fatalf("%d spare maps after three keys took and emptied one in turn, want 1", len(small.spare))
+	}
+	b.SetCurrentKey("b")
+	small.Put(2, 2)
+	if len(small.spare) != 0 || len(small.All()) != 1 || small.All()[2] != 2 {
+		t.Fatalf("reused map: %v, %d spare", small.All(), len(small.spare))
+	}
+	// A map that grew past the bound is left to the collector, and the
+	// state keeps no spares from then on.
+	b.SetCurrentKey("a")
+	for i := range big.large + 1 {
+		big.Put(i, [1024]byte{})
+	}
+	big.Clear()
+	b.SetCurrentKey("b")
+	big.Put(1, [1024]byte{})
+	big.Remove(1)
+	if len(big.spare) != 0 || !big.sawLarge {
+		t.Fatalf("%d spare maps after a map of %d entries of 1 KiB", len(big.spare), big.large+1)
+	}
+}

@@ -276,7 +276,7 @@ func Map[MK comparable, MV any, K comparable](b *Backend[K], name string) MapSta
 		vc := mustCodec[MV]()
 		s = &pMap[K, MK, MV]{pHandle: b.p.handle(b, name, kindMap), kc: mustCodec[MK](), vc: vc, cache: newMapCache(b.p, vc)}
 	} else {
-		s = &mapState[K, MK, MV]{b: b, m: make(map[K]map[MK]MV)}
+		s = newMapState[K, MK, MV](b)
 	}
 	b.register(name, kindMap, s)
 	return s
