@@ -210,18 +210,14 @@ func AppendSlice[T any](c Codec[T], dst []byte, vs []T) []byte {
 	return dst
 }
 
-// sliceAppender and inPlaceDecoder are implemented by codecs that encode a
-// batch faster than element by element.
+// sliceAppender and sliceDecoder are implemented by codecs that encode a
+// batch faster than element by element. decodeSlice decodes len(vs)
+// elements from src into vs, which holds zero values, and returns the
+// bytes consumed.
 type sliceAppender[T any] interface {
 	appendSlice(dst []byte, vs []T) []byte
 }
 
-type inPlaceDecoder[T any] interface {
-	decodeInto(src []byte, p *T) (int, error)
-}
-
-// sliceDecoder decodes cnt elements from src into vs, which has room for
-// them and holds zero values; it returns the bytes consumed.
 type sliceDecoder[T any] interface {
 	decodeSlice(vs []T, src []byte) (int, error)
 }
@@ -271,22 +267,6 @@ func DecodeSlice[T any](c Codec[T], dst []T, src []byte) ([]T, int, error) {
 			return dst[:orig], 0, err
 		}
 		return dst, n + m, nil
-	}
-	if di, ok := c.(inPlaceDecoder[T]); ok {
-		for range cnt {
-			var zero T
-			dst = append(dst, zero)
-			m, err := di.decodeInto(src[n:], &dst[len(dst)-1])
-			if err == nil && (m < 0 || m > len(src)-n) {
-				err = errConsumed
-			}
-			if err != nil {
-				clear(dst[orig:])
-				return dst[:orig], 0, err
-			}
-			n += m
-		}
-		return dst, n, nil
 	}
 	for range cnt {
 		v, m, err := c.Decode(src[n:])

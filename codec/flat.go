@@ -53,21 +53,19 @@ func decodeFlat(src []byte, p unsafe.Pointer, fields []flatField) (int, error) {
 		fp := unsafe.Add(p, f.off)
 		switch f.k {
 		case kString:
+			l, n := 0, 1
 			if off < len(src) && src[off] < 0x80 {
-				l := int(src[off])
-				off++
-				if l > len(src)-off {
-					return 0, errLength
+				l = int(src[off])
+			} else {
+				var err error
+				if l, n, err = decodeLen(src[off:], 1); err != nil {
+					return 0, err
 				}
-				*(*string)(fp) = string(src[off : off+l])
-				off += l
-				continue
-			}
-			l, n, err := decodeLen(src[off:], 1)
-			if err != nil {
-				return 0, err
 			}
 			off += n
+			if l > len(src)-off {
+				return 0, errLength
+			}
 			*(*string)(fp) = string(src[off : off+l])
 			off += l
 		case kInt64, kInt:

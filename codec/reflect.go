@@ -630,12 +630,14 @@ func (c reflectCodec[T]) Decode(src []byte) (v T, n int, err error) {
 	return v, n, nil
 }
 
-// appendSlice and decodeInto work on a slice's elements in place, which
+// appendSlice and decodeSlice work on a slice's elements in place, which
 // are on the heap: the slice reaches the compiled functions through an
 // interface call, so escape analysis moves any backing array there. No
-// scratch value, and no pool, per record.
+// scratch value, and no pool, per record; flat structs' nodes are the
+// one-loop fast path of flat.go.
 func (c reflectCodec[T]) appendSlice(dst []byte, vs []T) []byte {
 	if flat := c.n.flat; flat != nil {
+		// Direct, not through the node's closure: 2 ns a record of 7.
 		for i := range vs {
 			dst = appendFlat(dst, unsafe.Pointer(&vs[i]), flat)
 		}
@@ -647,23 +649,9 @@ func (c reflectCodec[T]) appendSlice(dst []byte, vs []T) []byte {
 	return dst
 }
 
-func (c reflectCodec[T]) decodeInto(src []byte, p *T) (int, error) {
-	return c.n.decode(src, unsafe.Pointer(p), 0)
-}
-
-// decodeSlice decodes len(vs) values into vs; flat structs in one loop.
+// decodeSlice decodes len(vs) values into vs.
 func (c reflectCodec[T]) decodeSlice(vs []T, src []byte) (int, error) {
 	off := 0
-	if flat := c.n.flat; flat != nil {
-		for i := range vs {
-			m, err := decodeFlat(src[off:], unsafe.Pointer(&vs[i]), flat)
-			if err != nil {
-				return 0, err
-			}
-			off += m
-		}
-		return off, nil
-	}
 	for i := range vs {
 		m, err := c.n.decode(src[off:], unsafe.Pointer(&vs[i]), 0)
 		if err != nil {
