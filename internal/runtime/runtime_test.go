@@ -179,7 +179,7 @@ func popChecked(t *testing.T, h *timerHeap[int], want map[[2]int64]bool, last in
 	return ts
 }
 
-func TestTimerHeapFiresATimesKeysInRegistrationOrder(t *testing.T) {
+func TestTimerHeapFiresTheKeysOfATimeInRegistrationOrder(t *testing.T) {
 	for _, n := range []int{3, smallTimerBucket, 5 * smallTimerBucket} {
 		h := newTimerHeap[int]()
 		for i := range n {
