@@ -506,7 +506,20 @@ func (f *formatter) hints(hs []*Hint) {
 			}
 			f.w(")")
 		} else if len(h.Args) > 0 {
-			f.names(h.Args)
+			f.w("(")
+			for j, a := range h.Args {
+				if j > 0 {
+					f.w(", ")
+				}
+				// An argument may come from a string literal, and '' has
+				// no identifier form: `` is not a valid quoted name.
+				if a == "" {
+					f.str(a)
+				} else {
+					f.name(a)
+				}
+			}
+			f.w(")")
 		}
 	}
 	f.w(" */")
