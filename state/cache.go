@@ -122,6 +122,21 @@ func (c *stateCache) resize(e *cacheEntry, delta int64) error {
 	return nil
 }
 
+// retire shrinks an entry that became absent to its key and makes it the
+// least recently used, so that the next eviction writes it back.
+func (c *stateCache) retire(e *cacheEntry) {
+	size := int64(len(e.key)) + cacheEntryOverhead
+	c.bytes += size - e.size
+	e.size = size
+	if c.head.prev == e {
+		return
+	}
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.next, e.prev = &c.head, c.head.prev
+	c.head.prev.next = e
+	c.head.prev = e
+}
+
 // markDirty records that e changed.
 func (c *stateCache) markDirty(e *cacheEntry) {
 	if e.dirtyAt == 0 {

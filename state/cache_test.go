@@ -84,3 +84,50 @@ func TestRemovingANeverStoredKeyWritesNothing(t *testing.T) {
 		t.Fatal("the store still holds a removed entry")
 	}
 }
+
+// TestRemovedStoredEntryGoesFirst: removing an entry the store holds
+// leaves a tombstone that takes only its key's room and is the next to be
+// evicted, ahead of entries used longer ago; the eviction writes the
+// deletion, so the entry reads as absent from the store afterwards.
+func TestRemovedStoredEntryGoesFirst(t *testing.T) {
+	b := newPebbleCache(t, 64<<10)
+	m := Map[int64, string](b, "waiting")
+	b.SetCurrentKey("k")
+	big := string(make([]byte, 2000))
+	m.Put(1, big)
+	if err := b.p.flushCache(); err != nil { // the store holds key 1
+		t.Fatal(err)
+	}
+	for i := int64(2); i <= 10; i++ {
+		m.Put(i, "older")
+	}
+	c := b.p.cache
+	before := c.bytes
+	m.Remove(1)
+	e := c.head.prev
+	if e.key != string(m.(*pMap[string, int64, string]).entryKey(1)) {
+		t.Fatal("the removed entry is not the least recently used")
+	}
+	if got, want := before-c.bytes, int64(2000); got < want {
+		t.Fatalf("removing a 2000-byte entry freed %d bytes of the cache, want at least %d", got, want)
+	}
+	// One more entry past the capacity evicts an eighth of it, from the
+	// least recently used end.
+	c.capacity = c.bytes
+	m.Put(11, "new")
+	pm := m.(*pMap[string, int64, string])
+	if _, cached := pm.cache.m[e.key]; cached {
+		t.Fatal("the tombstone was not evicted first")
+	}
+	if _, cached := pm.cache.m[string(pm.entryKey(10))]; !cached {
+		t.Fatal("the most recently used older entry was evicted")
+	}
+	if _, ok := m.Get(1); ok {
+		t.Fatal("the removed entry reads back after its eviction")
+	}
+	for i := int64(2); i <= 10; i++ {
+		if v, ok := m.Get(i); !ok || v != "older" {
+			t.Fatalf("entry %d = %q, %v after the eviction", i, v, ok)
+		}
+	}
+}

@@ -388,11 +388,18 @@ func setCachedAt[K comparable, T any](h *pHandle[K], c *cached[T], key func() []
 		was := e.ok
 		e.v, e.ok = v, ok
 		c.cache.markDirty(&e.cacheEntry)
-		if ok && !was {
+		switch {
+		case ok && !was:
 			// A key read as absent gets a value: measure it.
 			if err := c.cache.resize(&e.cacheEntry, int64(size(v))); err != nil {
 				h.fail(err)
 			}
+		case !ok && was:
+			// A removed key is a deletion to write back, which needs
+			// no more room than its key; and a removed key is rarely
+			// read again (q19's bids, once their timer fired), so it
+			// goes first, with the next eviction.
+			c.cache.retire(&e.cacheEntry)
 		}
 		return
 	}
