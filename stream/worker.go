@@ -188,6 +188,8 @@ type worker struct {
 
 	// sampler turns the task counters into rates; used by write only.
 	sampler cluster.TaskSampler
+	// started is when start launched the job's tasks (Unix ms).
+	started int64
 }
 
 // maxReportedCheckpoints is how many of the latest checkpoints a status
@@ -369,6 +371,7 @@ func (w *worker) start(jc *JobClient) {
 		return
 	}
 	w.jc = jc
+	w.started = time.Now().UnixMilli()
 	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
 		w.ln = ln
 		mux := http.NewServeMux()
@@ -462,6 +465,7 @@ func (w *worker) write(state string, jobErr error) {
 		State:                state,
 		CompletedCheckpoints: w.jc.CompletedCheckpoints(),
 		LatestCheckpoint:     w.jc.LatestCheckpoint(),
+		Started:              w.started,
 		Updated:              time.Now().UnixMilli(),
 	}
 	if jobErr != nil {

@@ -209,7 +209,12 @@ type WorkerJSON struct {
 	// DataAddress is where the worker accepts data connections from the
 	// other workers of its attempt, once it has reported it.
 	DataAddress string `json:"dataAddress,omitempty"`
-	Error       string `json:"error,omitempty"`
+	// StartTime is when the worker started its tasks, having met its
+	// peers (Unix milliseconds; 0 before): the time from the job's
+	// RUNNING timestamp to the latest worker's is deployment (starting
+	// the processes, their rendezvous).
+	StartTime int64  `json:"start-time,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 // JobVertexJSON is one vertex in GET /jobs/{id}.
@@ -1335,7 +1340,8 @@ func (j *job) detailsLocked() JobDetails {
 		Waiting:     j.waiting, Error: j.err,
 	}
 	for _, w := range j.workers {
-		wj := WorkerJSON{Index: w.index, TaskManager: w.tm, TaskManagerAddress: w.address, State: w.state, DataAddress: w.dataAddress}
+		wj := WorkerJSON{Index: w.index, TaskManager: w.tm, TaskManagerAddress: w.address, State: w.state, DataAddress: w.dataAddress,
+			StartTime: w.status.GetStarted()}
 		if w.state == JobFailed {
 			wj.Error = w.status.GetError()
 		}

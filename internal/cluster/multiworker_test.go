@@ -456,18 +456,20 @@ func TestTaskManagerRendezvous(t *testing.T) {
 	script := `#!/bin/sh
 env | grep '^WEIR_' | grep -v TOKEN > env.txt
 status() {
-	printf '{"state":"%s","dataAddress":"%s:1000%s","vertices":[{"id":"src","recordsIn":5,"recordsOut":5}]}' \
-		"$1" "$WEIR_DATA_HOST" "$WEIR_WORKER_INDEX" > "$WEIR_WORKER_STATUS.tmp"
+	printf '{"state":"%s","dataAddress":"%s:1000%s","started":%s,"vertices":[{"id":"src","recordsIn":5,"recordsOut":5}]}' \
+		"$1" "$WEIR_DATA_HOST" "$WEIR_WORKER_INDEX" "$2" > "$WEIR_WORKER_STATUS.tmp"
 	mv "$WEIR_WORKER_STATUS.tmp" "$WEIR_WORKER_STATUS"
 }
-status RUNNING
+status RUNNING 0
 i=0
 while [ ! -f "$WEIR_WORKER_PEERS" ]; do
 	sleep 0.05
 	i=$((i+1))
 	[ $i -gt 400 ] && exit 3
 done
-status FINISHED
+status RUNNING "$(date +%s%3N)"
+sleep 0.3
+status FINISHED "$(date +%s%3N)"
 `
 	id, d := runScriptJob(t, jm, script, 15*time.Second)
 	if d.State != JobFinished {
@@ -493,6 +495,13 @@ status FINISHED
 			if !strings.Contains(string(env), want+"\n") {
 				t.Errorf("worker %d: environment lacks %s:\n%s", i, want, env)
 			}
+		}
+	}
+	// A worker's start time (when it had met its peers) reaches the job's
+	// details: deployment ends there.
+	for _, w := range d.Workers {
+		if w.StartTime < d.Timestamps[JobRunning] || w.StartTime > d.EndTime {
+			t.Errorf("worker %d started at %d, want within the attempt's %d..%d", w.Index, w.StartTime, d.Timestamps[JobRunning], d.EndTime)
 		}
 	}
 	if d.Vertices[0].Metrics.ReadRecords != 10 {

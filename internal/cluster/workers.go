@@ -107,7 +107,10 @@ type WorkerStatus struct {
 	// DataAddress is the worker's data plane server in a job spread over
 	// several workers.
 	DataAddress string `json:"dataAddress,omitempty"`
-	Updated     int64  `json:"updated"` // Unix milliseconds
+	// Started is when the worker started its tasks, having met its
+	// peers: what comes before is deployment (Unix milliseconds).
+	Started int64 `json:"started,omitempty"`
+	Updated int64 `json:"updated"` // Unix milliseconds
 }
 
 // WorkerVertexStatus sums the counters of one job vertex's subtasks.
@@ -722,6 +725,7 @@ func (w *workers) statuses() []*rpcpb.JobStatus {
 			LatestCheckpoint:     a.status.LatestCheckpoint,
 			Error:                a.err,
 			FailedCheckpoints:    int64(a.status.FailedCheckpoints),
+			Started:              a.status.Started,
 		}
 		for _, v := range a.status.Vertices {
 			vs := &rpcpb.VertexStatus{

@@ -927,8 +927,11 @@ type JobStatus struct {
 	// leader worker only), oldest first, and how many failed.
 	Checkpoints       []*CheckpointStats `protobuf:"bytes,9,rep,name=checkpoints,proto3" json:"checkpoints,omitempty"`
 	FailedCheckpoints int64              `protobuf:"varint,10,opt,name=failed_checkpoints,json=failedCheckpoints,proto3" json:"failed_checkpoints,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// When the worker started its tasks, having met its peers (Unix
+	// milliseconds; 0 before): the end of the attempt's deployment.
+	Started       int64 `protobuf:"varint,11,opt,name=started,proto3" json:"started,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobStatus) Reset() {
@@ -1027,6 +1030,13 @@ func (x *JobStatus) GetCheckpoints() []*CheckpointStats {
 func (x *JobStatus) GetFailedCheckpoints() int64 {
 	if x != nil {
 		return x.FailedCheckpoints
+	}
+	return 0
+}
+
+func (x *JobStatus) GetStarted() int64 {
+	if x != nil {
+		return x.Started
 	}
 	return 0
 }
@@ -2427,7 +2437,7 @@ const file_cluster_proto_rawDesc = "" +
 	"\trss_bytes\x18\x06 \x01(\x03R\brssBytes\x12\x1d\n" +
 	"\n" +
 	"open_files\x18\a \x01(\x03R\topenFiles\x12\x1c\n" +
-	"\tprocesses\x18\b \x01(\x05R\tprocesses\"\x99\x03\n" +
+	"\tprocesses\x18\b \x01(\x05R\tprocesses\"\xb3\x03\n" +
 	"\tJobStatus\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
@@ -2440,7 +2450,8 @@ const file_cluster_proto_rawDesc = "" +
 	"leaderTerm\x12B\n" +
 	"\vcheckpoints\x18\t \x03(\v2 .weir.cluster.v1.CheckpointStatsR\vcheckpoints\x12-\n" +
 	"\x12failed_checkpoints\x18\n" +
-	" \x01(\x03R\x11failedCheckpoints\"\xd1\x01\n" +
+	" \x01(\x03R\x11failedCheckpoints\x12\x18\n" +
+	"\astarted\x18\v \x01(\x03R\astarted\"\xd1\x01\n" +
 	"\fVertexStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
