@@ -40,6 +40,7 @@ type nexmarkOptions struct {
 	output      string
 	loopOutput  string
 	cpuProfile  string
+	memProfile  string
 	runs        int
 	warmup      int
 	jobManager  string
@@ -103,6 +104,7 @@ weir follows the job and prints its throughput over the job's run time.`,
 	f.IntVar(&opts.runs, "runs", 1, "run the query (and the loop) `N` times, alternately, and print the median and min–max of the runs")
 	f.IntVar(&opts.warmup, "warmup", 0, "first run the query (and the loop) `N` times without counting them: a process's first run also pays for growing its heap")
 	f.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the engine's run to `file` (for go tool pprof)")
+	f.StringVar(&opts.memProfile, "memprofile", "", "write the allocations of the process up to the end of the engine's run to `file` (go tool pprof -sample_index=alloc_space)")
 	f.StringVar(&opts.output, "output", "", "also write the engine's results as JSON lines to `file`")
 	f.StringVar(&opts.loopOutput, "baseline-output", "", "write the baseline loop's results as JSON lines to `file` (implies --baseline)")
 	f.StringVar(&opts.jobManager, "jobmanager", "", "run the query on the cluster whose JobManager's REST API is at `HOST:PORT` instead of the local mini cluster")
@@ -419,6 +421,11 @@ func runNexmarkEngine(ctx context.Context, env *stream.Environment, q nexmark.Qu
 	if o.cpuProfile != "" && first {
 		pprof.StopCPUProfile()
 	}
+	if o.memProfile != "" && first {
+		if err := writeAllocs(o.memProfile); err != nil {
+			return eng, nexmark.Digest{}, fmt.Errorf("nexmark: --memprofile: %w", err)
+		}
+	}
 	if err != nil {
 		return eng, nexmark.Digest{}, fmt.Errorf("nexmark %s: %w", q.Name, err)
 	}
@@ -601,4 +608,17 @@ func generateEvents(stdout io.Writer, output string, c nexmark.Config, n int64) 
 		}
 	}
 	return bw.Flush()
+}
+
+// writeAllocs writes the process's allocation profile to path.
+func writeAllocs(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

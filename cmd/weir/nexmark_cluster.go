@@ -19,8 +19,8 @@ import (
 // client saw it, from submission to the end, which includes scheduling,
 // fetching the artifact and starting the worker.
 func runNexmarkOnCluster(cmd *cobra.Command, o nexmarkOptions) error {
-	if o.baseline || o.output != "" || o.cpuProfile != "" || o.pregenerate || o.runs > 1 || o.warmup > 0 {
-		return usageErrorf(cmd, "--jobmanager runs the query once and alone: --baseline, --output, --cpuprofile, --pregenerate, --runs and --warmup work on the local mini cluster only")
+	if o.baseline || o.output != "" || o.cpuProfile != "" || o.memProfile != "" || o.pregenerate || o.runs > 1 || o.warmup > 0 {
+		return usageErrorf(cmd, "--jobmanager runs the query once and alone: --baseline, --output, --cpuprofile, --memprofile, --pregenerate, --runs and --warmup work on the local mini cluster only")
 	}
 	q := nexmark.Queries[o.query]
 	// The plan is built here exactly as the worker will build it, so
