@@ -231,6 +231,12 @@ func (c *stateCache) drop() error {
 type cached[T any] struct {
 	cache *stateCache
 	m     map[string]*cachedValue[T]
+	// last is the entry lookup or insert returned last, while it is
+	// cached: a record reads and then writes the same entry (Value then
+	// Update, Get then Remove), and comparing its key costs less than
+	// probing the index again (q19 on Pebble: 206 k -> 247 k events/s
+	// per core).
+	last *cachedValue[T]
 	// absent is what a read of a key the store never held returns: not
 	// an entry of the cache (prev is nil), never changed.
 	absent cachedValue[T]
@@ -266,15 +272,37 @@ func (c *cached[T]) writeBack(e *cacheEntry, batch *pebble.Batch) error {
 	return nil
 }
 
-func (c *cached[T]) forget(e *cacheEntry) { delete(c.m, e.key) }
-func (c *cached[T]) forgetAll()           { clear(c.m) }
+func (c *cached[T]) forget(e *cacheEntry) {
+	if c.last != nil && &c.last.cacheEntry == e {
+		c.last = nil
+	}
+	delete(c.m, e.key)
+}
+
+func (c *cached[T]) forgetAll() {
+	c.last = nil
+	clear(c.m)
+}
 
 // lookup returns the cached entry of key, as the most recently used, or
 // nil.
 func (c *cached[T]) lookup(key []byte) *cachedValue[T] {
-	e := c.m[string(key)]
+	e := c.find(key)
 	if e != nil {
 		c.cache.touch(&e.cacheEntry)
+	}
+	return e
+}
+
+// find returns the cached entry of key, or nil, leaving the order of use
+// as it is.
+func (c *cached[T]) find(key []byte) *cachedValue[T] {
+	if e := c.last; e != nil && e.key == string(key) {
+		return e
+	}
+	e := c.m[string(key)]
+	if e != nil {
+		c.last = e
 	}
 	return e
 }
@@ -285,6 +313,7 @@ func (c *cached[T]) insert(key []byte, v T, ok bool, size int, dirty bool) (*cac
 	e := &cachedValue[T]{cacheEntry: cacheEntry{owner: c, key: string(key),
 		size: int64(len(key)+size) + cacheEntryOverhead}, v: v, ok: ok}
 	c.m[e.key] = e
+	c.last = e
 	if dirty {
 		c.cache.markDirty(&e.cacheEntry)
 	}

@@ -131,3 +131,43 @@ func TestRemovedStoredEntryGoesFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupMemoNeverOutlivesItsEntry: the entry a state looked up last is
+// found again without probing its index, but never once it left the
+// cache (evicted, removed, or the cache emptied): a change to it would
+// then be lost.
+func TestLookupMemoNeverOutlivesItsEntry(t *testing.T) {
+	b := newPebbleCache(t, 4<<10)
+	v := Value[string](b, "v", "")
+	m := Map[int, string](b, "m")
+	b.SetCurrentKey("k")
+	v.Update("first")
+	if got, _ := v.Value(); got != "first" {
+		t.Fatalf("value %q", got)
+	}
+	// Other keys push k's entry out: it is written back and forgotten.
+	for i := range 200 {
+		b.SetCurrentKey(fmt.Sprint("other-", i))
+		v.Update(fmt.Sprint(i))
+	}
+	b.SetCurrentKey("k")
+	v.Update("second") // a new entry, not the evicted one
+	if err := b.p.cache.drop(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := v.Value(); got != "second" {
+		t.Fatalf("after the cache was emptied, value %q, want second", got)
+	}
+	m.Put(1, "x")
+	m.Remove(1)
+	m.Put(1, "y")
+	if got, ok := m.Get(1); !ok || got != "y" {
+		t.Fatalf("map entry %q, %v after put, remove, put", got, ok)
+	}
+	if err := b.p.cache.drop(); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := m.Get(1); !ok || got != "y" {
+		t.Fatalf("map entry %q, %v from the store", got, ok)
+	}
+}

@@ -378,7 +378,7 @@ func setCached[K comparable, T any](h *pHandle[K], c *cached[T], v T, ok bool, s
 func setCachedAt[K comparable, T any](h *pHandle[K], c *cached[T], key func() []byte, v T, ok bool, size func(T) int) {
 	if !ok {
 		if kb := key(); !c.cache.stored.mayHold(kb) {
-			if e := c.m[string(kb)]; e != nil {
+			if e := c.find(kb); e != nil {
 				c.cache.remove(&e.cacheEntry)
 			}
 			return
