@@ -87,23 +87,29 @@ func newStateCache(db *pebble.DB, capacity int64) *stateCache {
 	return c
 }
 
+// unlink takes e out of the list of use.
+func (e *cacheEntry) unlink() { e.prev.next, e.next.prev = e.next, e.prev }
+
+// linkAfter puts e in the list of use right after at.
+func linkAfter(e, at *cacheEntry) {
+	e.prev, e.next = at, at.next
+	at.next.prev = e
+	at.next = e
+}
+
 // touch makes e the most recently used entry.
 func (c *stateCache) touch(e *cacheEntry) {
 	if c.head.next == e {
 		return
 	}
-	e.prev.next, e.next.prev = e.next, e.prev
-	e.prev, e.next = &c.head, c.head.next
-	c.head.next.prev = e
-	c.head.next = e
+	e.unlink()
+	linkAfter(e, &c.head)
 }
 
 // add inserts a new entry as the most recently used one, then evicts
 // entries past the capacity (never e itself).
 func (c *stateCache) add(e *cacheEntry) error {
-	e.prev, e.next = &c.head, c.head.next
-	c.head.next.prev = e
-	c.head.next = e
+	linkAfter(e, &c.head)
 	c.bytes += e.size
 	c.owners[e.owner] = true
 	if c.bytes > c.capacity {
@@ -131,10 +137,8 @@ func (c *stateCache) retire(e *cacheEntry) {
 	if c.head.prev == e {
 		return
 	}
-	e.prev.next, e.next.prev = e.next, e.prev
-	e.next, e.prev = &c.head, c.head.prev
-	c.head.prev.next = e
-	c.head.prev = e
+	e.unlink()
+	linkAfter(e, c.head.prev)
 }
 
 // markDirty records that e changed.
@@ -170,7 +174,7 @@ func (c *stateCache) evict() error {
 			}
 			c.markClean(e)
 		}
-		e.prev.next, e.next.prev = e.next, e.prev
+		e.unlink()
 		e.prev, e.next = nil, nil
 		c.bytes -= e.size
 		e.owner.forget(e)
@@ -185,7 +189,7 @@ func (c *stateCache) remove(e *cacheEntry) {
 	if e.dirty() {
 		c.markClean(e)
 	}
-	e.prev.next, e.next.prev = e.next, e.prev
+	e.unlink()
 	e.prev, e.next = nil, nil
 	c.bytes -= e.size
 	e.owner.forget(e)
