@@ -305,13 +305,7 @@ func sample(r *Result, words int64, first bool, body func(), profile string) {
 }
 
 func writeMemProfile(name string) {
-	goruntime.GC() // publish the last allocations
-	f, err := os.Create(name)
-	if err == nil {
-		err = pprof.Lookup("allocs").WriteTo(f, 0)
-		f.Close()
-	}
-	if err != nil {
+	if err := benchstat.WriteAllocProfile(name); err != nil {
 		fmt.Fprintln(os.Stderr, "wordcount bench: memprofile:", err)
 	}
 }

@@ -422,7 +422,7 @@ func runNexmarkEngine(ctx context.Context, env *stream.Environment, q nexmark.Qu
 		pprof.StopCPUProfile()
 	}
 	if o.memProfile != "" && first {
-		if err := writeAllocs(o.memProfile); err != nil {
+		if err := benchstat.WriteAllocProfile(o.memProfile); err != nil {
 			return eng, nexmark.Digest{}, fmt.Errorf("nexmark: --memprofile: %w", err)
 		}
 	}
@@ -608,17 +608,4 @@ func generateEvents(stdout io.Writer, output string, c nexmark.Config, n int64) 
 		}
 	}
 	return bw.Flush()
-}
-
-// writeAllocs writes the process's allocation profile to path.
-func writeAllocs(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
