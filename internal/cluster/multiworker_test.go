@@ -467,8 +467,6 @@ while [ ! -f "$WEIR_WORKER_PEERS" ]; do
 	i=$((i+1))
 	[ $i -gt 400 ] && exit 3
 done
-status RUNNING "$(date +%s%3N)"
-sleep 0.3
 status FINISHED "$(date +%s%3N)"
 `
 	id, d := runScriptJob(t, jm, script, 15*time.Second)
