@@ -71,6 +71,13 @@ func TestClusterBatchStagesFailover(t *testing.T) {
 	if d.State != cluster.JobFinished || d.Attempt != 1 || len(d.Workers) != 2 {
 		t.Errorf("job %+v, want FINISHED in its first attempt on 2 workers", d)
 	}
+	// Each worker says when it started its tasks, once it met its peer:
+	// within the attempt, and the end of its deployment.
+	for _, w := range d.Workers {
+		if w.StartTime < d.Timestamps[cluster.JobRunning] || w.StartTime > d.EndTime {
+			t.Errorf("worker %d started its tasks at %d, want within the attempt's %d..%d", w.Index, w.StartTime, d.Timestamps[cluster.JobRunning], d.EndTime)
+		}
+	}
 	entries, err := os.ReadDir(marks)
 	if err != nil {
 		t.Fatal(err)
