@@ -31,12 +31,12 @@ func Q18(events *stream.Stream[Event]) *stream.Stream[Bid] {
 // q18Latest holds, per key, the latest bid of each millisecond that the
 // watermark has not passed yet, and the time of the last bid emitted.
 type q18Latest struct {
-	pending state.MapState[int64, Bid]
+	pending state.TimeMapState[Bid]
 	emitted state.ValueState[int64]
 }
 
 func (q *q18Latest) Open(ctx *stream.KeyedContext[BidderAuction]) error {
-	q.pending = state.Map[int64, Bid](ctx.State(), "pending")
+	q.pending = state.TimeMap[Bid](ctx.State(), "pending")
 	q.emitted = state.Value[int64](ctx.State(), "emitted", 0)
 	return nil
 }
@@ -100,16 +100,16 @@ func Q19(events *stream.Stream[Event]) *stream.Stream[Q19Result] {
 // waiting allocates nothing per bid.
 type q19TopN struct {
 	top    state.ListState[Bid]
-	first  state.MapState[int64, Bid]
-	more   state.MapState[int64, []Bid]
+	first  state.TimeMapState[Bid]
+	more   state.TimeMapState[[]Bid]
 	bids   []Bid // scratch for the bids a timer ranks
 	newTop []Bid // scratch for a new auction's top, with room for Q19TopN
 }
 
 func (q *q19TopN) Open(ctx *stream.KeyedContext[int64]) error {
 	q.top = state.List[Bid](ctx.State(), "top")
-	q.first = state.Map[int64, Bid](ctx.State(), "first")
-	q.more = state.Map[int64, []Bid](ctx.State(), "more")
+	q.first = state.TimeMap[Bid](ctx.State(), "first")
+	q.more = state.TimeMap[[]Bid](ctx.State(), "more")
 	q.newTop = make([]Bid, 0, Q19TopN)
 	return nil
 }

@@ -51,8 +51,9 @@ func (e *cacheEntry) dirty() bool { return e.dirtyAt > 0 }
 
 // cachedState is a state handle with entries in the cache.
 type cachedState interface {
-	// writeBack adds the entry's current value, or its deletion, to batch.
-	writeBack(e *cacheEntry, batch *pebble.Batch) error
+	// writeBack adds the entry's current value, or its deletion, to
+	// batch; evicting says that the entry is leaving the cache.
+	writeBack(e *cacheEntry, batch *pebble.Batch, evicting bool) error
 	// forget removes the entry from the state's index.
 	forget(e *cacheEntry)
 	// forgetAll empties the state's index.
@@ -106,12 +107,16 @@ func (c *stateCache) touch(e *cacheEntry) {
 	linkAfter(e, &c.head)
 }
 
-// add inserts a new entry as the most recently used one, then evicts
-// entries past the capacity (never e itself).
-func (c *stateCache) add(e *cacheEntry) error {
+// link inserts a new entry as the most recently used one.
+func (c *stateCache) link(e *cacheEntry) {
 	linkAfter(e, &c.head)
 	c.bytes += e.size
 	c.owners[e.owner] = true
+}
+
+// evictOver evicts when the cache holds more than its capacity; the most
+// recently used entry stays.
+func (c *stateCache) evictOver() error {
 	if c.bytes > c.capacity {
 		return c.evict()
 	}
@@ -128,12 +133,17 @@ func (c *stateCache) resize(e *cacheEntry, delta int64) error {
 	return nil
 }
 
-// retire shrinks an entry that became absent to its key and makes it the
-// least recently used, so that the next eviction writes it back.
-func (c *stateCache) retire(e *cacheEntry) {
+// shrink makes an entry that became absent take only its key's room.
+func (c *stateCache) shrink(e *cacheEntry) {
 	size := int64(len(e.key)) + cacheEntryOverhead
 	c.bytes += size - e.size
 	e.size = size
+}
+
+// retire shrinks an entry that became absent and makes it the least
+// recently used, so that the next eviction writes it back.
+func (c *stateCache) retire(e *cacheEntry) {
+	c.shrink(e)
 	if c.head.prev == e {
 		return
 	}
@@ -169,7 +179,7 @@ func (c *stateCache) evict() error {
 	for c.bytes > target && c.head.prev != c.head.next {
 		e := c.head.prev
 		if e.dirty() {
-			if err := e.owner.writeBack(e, batch); err != nil {
+			if err := e.owner.writeBack(e, batch, true); err != nil {
 				return err
 			}
 			c.markClean(e)
@@ -203,7 +213,7 @@ func (c *stateCache) flush() error {
 	batch := c.db.NewBatch()
 	defer batch.Close()
 	for _, e := range c.dirty {
-		if err := e.owner.writeBack(e, batch); err != nil {
+		if err := e.owner.writeBack(e, batch, false); err != nil {
 			return err
 		}
 		e.dirtyAt = 0
@@ -247,6 +257,14 @@ type cached[T any] struct {
 	// encode writes a value (ok) or its deletion into batch under key,
 	// and returns the value's encoded size.
 	encode func(batch *pebble.Batch, key []byte, v T, ok bool) (int, error)
+	// keepRemoved keeps a removed stored entry in its place rather than
+	// retiring it: a time map drops the range of removed entries as the
+	// watermark passes, with no tombstone of its own (timemap.go).
+	keepRemoved bool
+	// dropsLater, when set, is asked whether the range deletion of a time
+	// map will cover an evicted removed entry; if so, it has recorded the
+	// removal and no tombstone is written.
+	dropsLater func(key string) bool
 }
 
 // cachedValue is a cached store key's value; ok is false for a key known
@@ -259,9 +277,12 @@ type cachedValue[T any] struct {
 
 // writeBack writes the entry and measures it anew: changes since it was
 // cached may have grown it. The cache evicts by the new size later.
-func (c *cached[T]) writeBack(e *cacheEntry, batch *pebble.Batch) error {
-	cacheWriteBacks.Add(1)
+func (c *cached[T]) writeBack(e *cacheEntry, batch *pebble.Batch, evicting bool) error {
 	v := c.m[e.key]
+	if evicting && !v.ok && c.dropsLater != nil && c.dropsLater(e.key) {
+		return nil
+	}
+	cacheWriteBacks.Add(1)
 	key := []byte(e.key)
 	n, err := c.encode(batch, key, v.v, v.ok)
 	if err != nil {
@@ -314,6 +335,12 @@ func (c *cached[T]) find(key []byte) *cachedValue[T] {
 // insert caches v (ok) or the absence of key, with its encoded size, as
 // dirty or as read from the store.
 func (c *cached[T]) insert(key []byte, v T, ok bool, size int, dirty bool) (*cachedValue[T], error) {
+	e := c.insertOnly(key, v, ok, size, dirty)
+	return e, c.cache.evictOver()
+}
+
+// insertOnly is insert without the eviction: the caller evicts later.
+func (c *cached[T]) insertOnly(key []byte, v T, ok bool, size int, dirty bool) *cachedValue[T] {
 	e := &cachedValue[T]{cacheEntry: cacheEntry{owner: c, key: string(key),
 		size: int64(len(key)+size) + cacheEntryOverhead}, v: v, ok: ok}
 	c.m[e.key] = e
@@ -321,7 +348,8 @@ func (c *cached[T]) insert(key []byte, v T, ok bool, size int, dirty bool) (*cac
 	if dirty {
 		c.cache.markDirty(&e.cacheEntry)
 	}
-	return e, c.cache.add(&e.cacheEntry)
+	c.cache.link(&e.cacheEntry)
+	return e
 }
 
 // cacheEvictions counts the cache's evictions in this process, and

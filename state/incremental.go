@@ -59,6 +59,8 @@ type incrementalStateMeta struct {
 	Name string
 	ID   uint32
 	Kind kind
+	// ByTime marks a time map's time-ordered layout.
+	ByTime bool `json:",omitempty"`
 }
 
 type sharedFile struct {
@@ -150,7 +152,7 @@ func (p *pebbleStore[K]) snapshotIncremental(files SnapshotFiles) (func(context.
 	snap := incrementalSnapshot{MaxParallelism: p.maxPar, NextID: p.nextID, Private: make(map[string][]byte)}
 	for _, name := range p.sortedMeta() {
 		m := p.meta[name]
-		snap.States = append(snap.States, incrementalStateMeta{Name: name, ID: m.id, Kind: m.kind})
+		snap.States = append(snap.States, incrementalStateMeta{Name: name, ID: m.id, Kind: m.kind, ByTime: m.byTime})
 	}
 	return func(ctx context.Context) ([]byte, error) {
 		defer os.RemoveAll(local)
@@ -340,7 +342,7 @@ func openAside[K comparable](dir string, snap *incrementalSnapshot) (*pebbleStor
 	}
 	p := &pebbleStore[K]{db: db, dir: dir, kc: kc, maxPar: snap.MaxParallelism, meta: make(map[string]*pMeta)}
 	for _, s := range snap.States {
-		p.meta[s.Name] = &pMeta{id: s.ID, kind: s.Kind}
+		p.meta[s.Name] = &pMeta{id: s.ID, kind: s.Kind, byTime: s.ByTime}
 	}
 	return p, nil
 }
@@ -395,12 +397,16 @@ func (p *pebbleStore[K]) adopt(dir string, snap *incrementalSnapshot) error {
 	for _, s := range snap.States {
 		byName[s.Name] = s
 	}
+	// A registered state keeps its layout: one that the snapshot holds in
+	// the other moves to it after the adoption.
+	wantByTime := make(map[*pMeta]bool)
 	for name, m := range p.meta {
 		if s, ok := byName[name]; ok {
 			if s.Kind != m.kind {
 				return fmt.Errorf("state %q: snapshot holds %v state, registered as %v state", name, s.Kind, m.kind)
 			}
-			m.id = s.ID
+			wantByTime[m] = m.byTime
+			m.id, m.byTime = s.ID, s.ByTime
 			continue
 		}
 		m.id = next
@@ -408,10 +414,16 @@ func (p *pebbleStore[K]) adopt(dir string, snap *incrementalSnapshot) error {
 	}
 	for _, s := range snap.States {
 		if _, ok := p.meta[s.Name]; !ok {
-			p.meta[s.Name] = &pMeta{id: s.ID, kind: s.Kind}
+			p.meta[s.Name] = &pMeta{id: s.ID, kind: s.Kind, byTime: s.ByTime}
 		}
 	}
 	p.nextID = next
+	p.rewindTimeMaps()
+	for m, byTime := range wantByTime {
+		if err := p.layOut(m, byTime); err != nil {
+			return err
+		}
+	}
 	// The restored files are in the shared area already: later snapshots
 	// reference them instead of uploading them again.
 	p.inc.mu.Lock()

@@ -128,6 +128,9 @@ type pebbleStore[K comparable] struct {
 	vbuf     []byte // scratch value
 	// cache holds decoded values in front of the store; nil when off.
 	cache *stateCache
+	// timeMaps are the time map states, which read ahead and drop their
+	// entries as the watermark advances.
+	timeMaps []timeMapHandle
 }
 
 // flushCache writes back the cache's changes: the store then holds every
@@ -150,6 +153,9 @@ func (p *pebbleStore[K]) dropCache() error {
 type pMeta struct {
 	id   uint32
 	kind kind
+	// byTime is set for a map state in the time-ordered layout of time
+	// maps (timemap.go): store keys (id, time, key group, key).
+	byTime bool
 }
 
 const idLen, kgLen = 4, 2
@@ -394,6 +400,8 @@ func setCachedAt[K comparable, T any](h *pHandle[K], c *cached[T], key func() []
 			if err := c.cache.resize(&e.cacheEntry, int64(size(v))); err != nil {
 				h.fail(err)
 			}
+		case !ok && was && c.keepRemoved:
+			c.cache.shrink(&e.cacheEntry)
 		case !ok && was:
 			// A removed key is a deletion to write back, which needs
 			// no more room than its key; and a removed key is rarely
@@ -561,9 +569,25 @@ type pMap[K, MK comparable, MV any] struct {
 	vc codec.Codec[MV]
 	// cache holds map entries one by one, by their store keys.
 	cache *cached[MV]
+	// from, for a time map, is the earliest time whose entries the store
+	// may still hold in full: those before it were dropped as the
+	// watermark passed them, but for what the timers left.
+	from int64
+	// ahead is set while the timers of watermark window run: misses on
+	// the times from from to window read ahead (timemap.go).
+	ahead  bool
+	window int64
+	// readTo is the last store key a read-ahead read.
+	readTo []byte
+	// gone holds the store keys of removed entries that left the cache
+	// without a tombstone while the timers ran (dropsLater).
+	gone map[string]struct{}
 }
 
 func (s *pMap[K, MK, MV]) entryKey(k MK) []byte {
+	if s.m.byTime {
+		return s.timeKey(any(k).(int64))
+	}
 	key := s.key()
 	s.p.kbuf = s.kc.Append(key, k)
 	return s.p.kbuf
@@ -574,6 +598,9 @@ func (s *pMap[K, MK, MV]) size(v MV) int                 { return encodedSize(s.
 
 // entry returns map key k's cache entry, read from the store on a miss.
 func (s *pMap[K, MK, MV]) entry(k MK) *cachedValue[MV] {
+	if s.m.byTime {
+		return s.timeEntry(any(k).(int64))
+	}
 	return loadCachedAt(&s.pHandle, s.cache, s.entryKey(k), s.decode)
 }
 
@@ -591,6 +618,9 @@ func (s *pMap[K, MK, MV]) Get(k MK) (MV, bool) {
 }
 
 func (s *pMap[K, MK, MV]) Put(k MK, v MV) {
+	if len(s.gone) > 0 {
+		delete(s.gone, string(s.entryKey(k)))
+	}
 	if s.cache != nil {
 		s.setEntry(k, v, true)
 		return
@@ -802,6 +832,9 @@ func (p *pebbleStore[K]) scan(m *pMeta, fn func(kb []byte, pairs [][2][]byte) er
 	if err := p.flushCache(); err != nil {
 		return err
 	}
+	if m.byTime {
+		return p.scanByTime(m, fn)
+	}
 	lo, hi := idBounds(m.id)
 	it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
@@ -901,9 +934,10 @@ func (p *pebbleStore[K]) restoreState(st snapState, keep func(K) bool) error {
 	if err := p.dropCache(); err != nil {
 		return err
 	}
+	p.rewindTimeMaps()
 	batch := p.db.NewBatch()
 	defer func() { batch.Close() }()
-	var key []byte
+	var key, tk []byte
 	for _, e := range st.entries {
 		k, err := decodeAll(p.kc, e.k)
 		if err != nil {
@@ -917,8 +951,26 @@ func (p *pebbleStore[K]) restoreState(st snapState, keep func(K) bool) error {
 		if p.cache != nil && m.kind != kindMap {
 			p.cache.stored.add(key)
 		}
-		switch m.kind {
-		case kindMap:
+		switch {
+		case m.byTime:
+			// Entries of one key are spread by time: a restored entry
+			// replaces only the entry at its time.
+			err := mapPairs(e.v, func(mk, mv []byte) error {
+				ts, err := decodeAll(mapKeyCodec, mk)
+				if err != nil {
+					return fmt.Errorf("time: %w", err)
+				}
+				tk = appendTime(binary.BigEndian.AppendUint32(tk[:0], m.id), ts)
+				tk = append(tk, key[idLen:]...)
+				if p.cache != nil {
+					p.cache.stored.add(tk)
+				}
+				return batch.Set(tk, mv, nil)
+			})
+			if err != nil {
+				return err
+			}
+		case m.kind == kindMap:
 			if err := batch.DeleteRange(key, prefixEnd(key), nil); err != nil {
 				return err
 			}
@@ -933,7 +985,7 @@ func (p *pebbleStore[K]) restoreState(st snapState, keep func(K) bool) error {
 			if err != nil {
 				return err
 			}
-		case kindList:
+		case m.kind == kindList:
 			if len(e.v) == 0 {
 				err = batch.Delete(key, nil)
 			} else {
@@ -954,4 +1006,12 @@ func (p *pebbleStore[K]) restoreState(st snapState, keep func(K) bool) error {
 		}
 	}
 	return batch.Commit(pebble.NoSync)
+}
+
+// rewindTimeMaps makes the time maps read from their earliest entries
+// again: a restore may bring entries of any time.
+func (p *pebbleStore[K]) rewindTimeMaps() {
+	for _, t := range p.timeMaps {
+		t.rewind()
+	}
 }

@@ -203,10 +203,14 @@ func (c *keyedCore[K, U]) begin(key K, ts int64) {
 }
 
 // EmitWatermark fires the event-time timers the watermark passed, then
-// forwards it: results of timers precede the watermark downstream.
+// forwards it: results of timers precede the watermark downstream. The
+// state backend reads the time maps' entries of the passed times ahead
+// of the timers and drops what they removed after them.
 func (c *keyedCore[K, U]) EmitWatermark(wm int64) {
 	c.flush()
+	c.ctx.backend.WatermarkAdvancing(wm)
 	c.ctx.timers.AdvanceWatermark(wm)
+	c.ctx.backend.WatermarkAdvanced(wm)
 	c.col.out.EmitWatermark(wm)
 	c.oc.ForwardToSideOutputs(wm)
 }

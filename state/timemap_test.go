@@ -1,0 +1,288 @@
+package state
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// timeMapModel is the obviously correct time map: a map per key.
+type timeMapModel map[string]map[int64]string
+
+func (m timeMapModel) put(k string, ts int64, v string) {
+	if m[k] == nil {
+		m[k] = make(map[int64]string)
+	}
+	m[k][ts] = v
+}
+
+// timeMapRun drives a time map the way a keyed operator's timers do:
+// values put at times around the watermark (some late), and at each
+// watermark the entries it passed read and, mostly, removed, in time
+// order; some are left behind, some are put again.
+type timeMapRun struct {
+	b     *Backend[string]
+	tm    TimeMapState[string]
+	model timeMapModel
+	keys  []string
+	wm    int64
+	// timers are the (key, time) pairs put since their watermark.
+	timers map[int64][]string
+}
+
+func newTimeMapRun(b *Backend[string], keys []string) *timeMapRun {
+	return &timeMapRun{b: b, tm: TimeMap[string](b, "waiting"), model: timeMapModel{}, keys: keys, wm: math.MinInt64, timers: map[int64][]string{}}
+}
+
+func (r *timeMapRun) check(t *testing.T, when string) {
+	t.Helper()
+	for _, k := range r.keys {
+		r.b.SetCurrentKey(k)
+		for ts := r.wm - 50; ts < r.wm+200; ts++ {
+			want, wok := r.model[k][ts]
+			got, ok := r.tm.Get(ts)
+			if ok != wok || got != want || r.tm.Contains(ts) != wok {
+				t.Fatalf("%s: key %s time %d = %q, %v; want %q, %v", when, k, ts, got, ok, want, wok)
+			}
+		}
+	}
+}
+
+func (r *timeMapRun) steps(rng *rand.Rand, n int) {
+	base := max(r.wm, 0)
+	for range n {
+		k := r.keys[rng.IntN(len(r.keys))]
+		ts := base + int64(rng.IntN(120)) - 10 // a few late
+		v := fmt.Sprintf("%s@%d#%d", k, ts, rng.IntN(1000))
+		r.b.SetCurrentKey(k)
+		r.tm.Put(ts, v)
+		r.model.put(k, ts, v)
+		r.timers[ts] = append(r.timers[ts], k)
+	}
+}
+
+// advance fires the timers up to wm as a keyed operator does: between
+// WatermarkAdvancing and WatermarkAdvanced, by time.
+func (r *timeMapRun) advance(t *testing.T, rng *rand.Rand, wm int64) {
+	t.Helper()
+	r.b.WatermarkAdvancing(wm)
+	var due []int64
+	for ts := range r.timers {
+		if ts <= wm {
+			due = append(due, ts)
+		}
+	}
+	slices.Sort(due)
+	type entry struct {
+		k  string
+		ts int64
+	}
+	var removed []entry
+	for _, ts := range due {
+		for _, k := range r.timers[ts] {
+			r.b.SetCurrentKey(k)
+			v, ok := r.tm.Get(ts)
+			want, wok := r.model[k][ts]
+			if ok != wok || v != want {
+				t.Fatalf("timer %s@%d read %q, %v; want %q, %v", k, ts, v, ok, want, wok)
+			}
+			switch p := rng.IntN(20); {
+			case p == 0: // left behind
+			case p == 1: // put again
+				r.tm.Put(ts, v+"'")
+				r.model[k][ts] = v + "'"
+			default:
+				r.tm.Remove(ts)
+				delete(r.model[k], ts)
+				removed = append(removed, entry{k, ts})
+			}
+			// An entry removed earlier in this watermark, likely
+			// evicted since, stays removed (unless put again).
+			if len(removed) > 0 {
+				e := removed[rng.IntN(len(removed))]
+				r.b.SetCurrentKey(e.k)
+				got, ok := r.tm.Get(e.ts)
+				want, wok := r.model[e.k][e.ts]
+				if ok != wok || got != want {
+					t.Fatalf("%s@%d, removed, reads %q, %v; want %q, %v", e.k, e.ts, got, ok, want, wok)
+				}
+			}
+		}
+		delete(r.timers, ts)
+	}
+	r.b.WatermarkAdvanced(wm)
+	r.wm = wm
+}
+
+// TestTimeMapMatchesAMap runs a time map on the heap, on Pebble without a
+// cache and on Pebble with a cache far smaller than the state (so that
+// entries are evicted, read ahead, dropped by range and left behind),
+// against a map, then restores each run's snapshots, full and
+// incremental, into both backends and runs on.
+func TestTimeMapMatchesAMap(t *testing.T) {
+	backends := map[string]func() *Backend[string]{
+		"heap":          func() *Backend[string] { return NewBackend[string]() },
+		"pebble":        func() *Backend[string] { return newPebbleCache(t, -1) },
+		"pebble-cached": func() *Backend[string] { return newPebbleCache(t, 16<<10) },
+	}
+	for name, newBackend := range backends {
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			r := newTimeMapRun(newBackend(), testKeys(40))
+			for i := range 30 {
+				r.steps(rng, 200)
+				r.advance(t, rng, int64(i*40))
+				r.check(t, fmt.Sprintf("after watermark %d", r.wm))
+			}
+			full, err := r.b.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			files := &dirFiles{dir: t.TempDir(), job: "j"}
+			snaps := map[string][]byte{"full": full}
+			if r.b.p != nil {
+				snaps["incremental"] = snapshotInc(t, r.b, files)
+			}
+			for snapName, snap := range snaps {
+				for into, restore := range backends {
+					t.Run(snapName+"-into-"+into, func(t *testing.T) {
+						b := restore()
+						b.SetRestoreFiles(files)
+						if err := b.Restore(snap, nil); err != nil {
+							t.Fatal(err)
+						}
+						r2 := newTimeMapRun(b, r.keys)
+						r2.model, r2.wm, r2.timers = cloneModel(r.model), r.wm, cloneTimers(r.timers)
+						r2.check(t, "restored")
+						rng := rand.New(rand.NewPCG(3, 4))
+						for i := range 5 {
+							r2.steps(rng, 200)
+							r2.advance(t, rng, r2.wm+int64(i*40))
+							r2.check(t, fmt.Sprintf("restored, after watermark %d", r2.wm))
+						}
+						r2.advance(t, rng, math.MaxInt64)
+					})
+				}
+			}
+		})
+	}
+}
+
+func cloneModel(m timeMapModel) timeMapModel {
+	out := timeMapModel{}
+	for k, byTime := range m {
+		for ts, v := range byTime {
+			out.put(k, ts, v)
+		}
+	}
+	return out
+}
+
+func cloneTimers(m map[int64][]string) map[int64][]string {
+	out := make(map[int64][]string, len(m))
+	for ts, ks := range m {
+		out[ts] = append([]string(nil), ks...)
+	}
+	return out
+}
+
+// TestTimeMapRestoresAMapsSnapshot: a map state's snapshot restores into
+// a time map of the same name (and the other way), moving the entries to
+// the other layout, whichever was registered first.
+func TestTimeMapRestoresAMapsSnapshot(t *testing.T) {
+	src := newPebbleCache(t, 0)
+	m := Map[int64, string](src, "waiting")
+	for i, k := range testKeys(20) {
+		src.SetCurrentKey(k)
+		m.Put(int64(i), k)
+		m.Put(int64(100+i), k+"!")
+	}
+	snap, err := src.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, registerFirst := range []bool{false, true} {
+		dst := newPebbleCache(t, 0)
+		var tm TimeMapState[string]
+		if registerFirst {
+			tm = TimeMap[string](dst, "waiting")
+		}
+		if err := dst.Restore(snap, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !registerFirst {
+			tm = TimeMap[string](dst, "waiting")
+		}
+		for i, k := range testKeys(20) {
+			dst.SetCurrentKey(k)
+			if v, ok := tm.Get(int64(i)); !ok || v != k {
+				t.Fatalf("registered first %v: %s@%d = %q, %v", registerFirst, k, i, v, ok)
+			}
+			if v, ok := tm.Get(int64(100 + i)); !ok || v != k+"!" {
+				t.Fatalf("registered first %v: %s@%d = %q, %v", registerFirst, k, 100+i, v, ok)
+			}
+			if tm.Contains(int64(50 + i)) {
+				t.Fatalf("%s@%d appeared", k, 50+i)
+			}
+		}
+		// And back: the time map's snapshot restores into a map.
+		back, err := dst.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		heap := NewBackend[string]()
+		if err := heap.Restore(back, nil); err != nil {
+			t.Fatal(err)
+		}
+		hm := Map[int64, string](heap, "waiting")
+		for i, k := range testKeys(20) {
+			heap.SetCurrentKey(k)
+			if got := hm.All(); len(got) != 2 || got[int64(i)] != k || got[int64(100+i)] != k+"!" {
+				t.Fatalf("%s in the map restored from the time map: %v", k, got)
+			}
+		}
+	}
+}
+
+// TestTimeMapDropsRemovedEntriesWithoutTombstones: entries evicted to the
+// store, read by their timers and removed, leave with the watermark's
+// range deletion: the cache writes back no tombstone for them, and the
+// store holds none of them afterwards.
+func TestTimeMapDropsRemovedEntriesWithoutTombstones(t *testing.T) {
+	b := newPebbleCache(t, 64<<10)
+	tm := TimeMap[string](b, "waiting")
+	keys := testKeys(50)
+	val := string(make([]byte, 200))
+	for ts := range int64(40) {
+		for _, k := range keys {
+			b.SetCurrentKey(k)
+			tm.Put(ts, val)
+		}
+	}
+	if err := b.p.flushCache(); err != nil {
+		t.Fatal(err)
+	}
+	written := cacheWriteBacks.Load()
+	b.WatermarkAdvancing(39)
+	for ts := range int64(40) {
+		for _, k := range keys {
+			b.SetCurrentKey(k)
+			if _, ok := tm.Get(ts); !ok {
+				t.Fatalf("%s@%d is missing", k, ts)
+			}
+			tm.Remove(ts)
+		}
+	}
+	b.WatermarkAdvanced(39)
+	if err := b.p.flushCache(); err != nil {
+		t.Fatal(err)
+	}
+	if n := cacheWriteBacks.Load() - written; n > int64(len(keys)) {
+		t.Fatalf("the cache wrote back %d entries for 2000 removed ones: tombstones", n)
+	}
+	if n := b.Len(); n != 0 {
+		t.Fatalf("the store holds %d keys after every entry was removed", n)
+	}
+}
