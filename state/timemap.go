@@ -111,19 +111,22 @@ func (p *pebbleStore[K]) layOut(m *pMeta, byTime bool) error {
 	if err := p.dropCache(); err != nil {
 		return err
 	}
-	old := m.id
-	id := p.nextID
-	p.nextID++
-	lo, hi := idBounds(old)
+	lo, hi := idBounds(m.id)
 	it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return err
 	}
 	defer it.Close()
+	if !it.First() {
+		m.byTime = byTime // nothing to move
+		return it.Error()
+	}
+	id := p.nextID
+	p.nextID++
 	batch := p.db.NewBatch()
 	defer func() { batch.Close() }()
 	var key []byte
-	for valid := it.First(); valid; valid = it.Next() {
+	for valid := true; valid; valid = it.Next() {
 		v, err := it.ValueAndErr()
 		if err != nil {
 			return err
