@@ -11,8 +11,10 @@
 //     codecs of their types (codec.For); a store key is
 //     (state id: 4 bytes BE, key group: 2 bytes BE, encoded key
 //     [, encoded map key]), so that all of a key group is one contiguous
-//     range of each state. The WAL is off: durability comes from
-//     checkpoints (Snapshot), not from the store.
+//     range of each state; a time map's (TimeMap) is (state id, time, key
+//     group, encoded key), so that the times a watermark passes are one
+//     range. The WAL is off: durability comes from checkpoints
+//     (Snapshot), not from the store.
 //
 // Both implementations write the same snapshot format (see Snapshot), so a
 // snapshot of either restores into either, and Restore can filter keys
