@@ -271,12 +271,20 @@ func List[T any, K comparable](b *Backend[K], name string) ListState[T] {
 // Map returns the map state registered under name.
 func Map[MK comparable, MV any, K comparable](b *Backend[K], name string) MapState[MK, MV] {
 	if s, ok := b.states[name]; ok {
+		if b.p != nil && b.p.meta[name].byTime {
+			panic(fmt.Errorf("state %q is a time map, asked for as a map", name))
+		}
 		return s.(MapState[MK, MV])
 	}
 	var s MapState[MK, MV]
 	if b.p != nil {
 		vc := mustCodec[MV]()
-		s = &pMap[K, MK, MV]{pHandle: b.p.handle(b, name, kindMap), kc: mustCodec[MK](), vc: vc, cache: newMapCache(b.p, vc)}
+		h := b.p.handle(b, name, kindMap)
+		// A snapshot's files may hold it in a time map's layout.
+		if err := b.p.layOut(h.m, false); err != nil {
+			panic(fmt.Errorf("state %q: %w", name, err))
+		}
+		s = &pMap[K, MK, MV]{pHandle: h, kc: mustCodec[MK](), vc: vc, cache: newMapCache(b.p, vc)}
 	} else {
 		s = newMapState[K, MK, MV](b)
 	}

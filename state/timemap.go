@@ -39,6 +39,9 @@ type TimeMapState[V any] interface {
 // other's.
 func TimeMap[V any, K comparable](b *Backend[K], name string) TimeMapState[V] {
 	if s, ok := b.states[name]; ok {
+		if b.p != nil && !b.p.meta[name].byTime {
+			panic(fmt.Errorf("state %q is a map, asked for as a time map", name))
+		}
 		return s.(TimeMapState[V])
 	}
 	var s TimeMapState[V]

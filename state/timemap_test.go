@@ -227,20 +227,29 @@ func TestTimeMapRestoresAMapsSnapshot(t *testing.T) {
 				t.Fatalf("%s@%d appeared", k, 50+i)
 			}
 		}
-		// And back: the time map's snapshot restores into a map.
-		back, err := dst.Snapshot()
+		// And back: the time map's snapshots, full and incremental (its
+		// files in the time-ordered layout), restore into a map.
+		full, err := dst.Snapshot()
 		if err != nil {
 			t.Fatal(err)
 		}
-		heap := NewBackend[string]()
-		if err := heap.Restore(back, nil); err != nil {
-			t.Fatal(err)
-		}
-		hm := Map[int64, string](heap, "waiting")
-		for i, k := range testKeys(20) {
-			heap.SetCurrentKey(k)
-			if got := hm.All(); len(got) != 2 || got[int64(i)] != k || got[int64(100+i)] != k+"!" {
-				t.Fatalf("%s in the map restored from the time map: %v", k, got)
+		files := &dirFiles{dir: t.TempDir(), job: "j"}
+		inc := snapshotInc(t, dst, files)
+		for _, c := range []struct {
+			back *Backend[string]
+			snap []byte
+		}{{NewBackend[string](), full}, {newPebbleCache(t, 0), full}, {newPebbleCache(t, 0), inc}} {
+			back := c.back
+			back.SetRestoreFiles(files)
+			if err := back.Restore(c.snap, nil); err != nil {
+				t.Fatal(err)
+			}
+			m := Map[int64, string](back, "waiting")
+			for i, k := range testKeys(20) {
+				back.SetCurrentKey(k)
+				if got := m.All(); len(got) != 2 || got[int64(i)] != k || got[int64(100+i)] != k+"!" {
+					t.Fatalf("%s in the map restored from the time map: %v", k, got)
+				}
 			}
 		}
 	}
