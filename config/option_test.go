@@ -269,6 +269,7 @@ func TestCatalog(t *testing.T) {
 		"state.storage.fs.memory-threshold":                                "20 kb",
 		"state.backend.incremental":                                        "true",
 		"state.backend.pebble.block-cache-size":                            "32 mb",
+		"state.backend.pebble.l0-compaction-threshold":                     "16",
 		"state.backend.pebble.cache-size":                                  "64 mb",
 		"execution.checkpointing.min-pause":                                "0 ms",
 		"execution.checkpointing.unaligned.enabled":                        "false",

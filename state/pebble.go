@@ -31,6 +31,10 @@ type PebbleOptions[K comparable] struct {
 	CacheSize int64
 	// MemTableSize is the memtable size in bytes (default 4 MiB).
 	MemTableSize uint64
+	// L0CompactionThreshold is the number of level-0 sublevels that
+	// starts their compaction (default DefaultL0CompactionThreshold);
+	// writes stop at four times as many.
+	L0CompactionThreshold int
 	// StateCacheSize bounds the cache of decoded values in front of the
 	// store (see cache.go), in bytes: 0 means the default, 64 MiB; a
 	// negative size turns the cache off.
@@ -66,6 +70,9 @@ func NewPebbleBackendWithOptions[K comparable](o PebbleOptions[K]) (*Backend[K],
 	if o.CacheSize <= 0 {
 		o.CacheSize = 32 << 20
 	}
+	if o.L0CompactionThreshold <= 0 {
+		o.L0CompactionThreshold = DefaultL0CompactionThreshold
+	}
 	cache := pebble.NewCache(o.CacheSize)
 	defer cache.Unref()
 	opts := &pebble.Options{
@@ -79,6 +86,15 @@ func NewPebbleBackendWithOptions[K comparable](o PebbleOptions[K]) (*Backend[K],
 	// new key's first record): Bloom filters answer those without
 	// reading a block, on every level (later levels inherit L0's).
 	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	// State written back and rewritten often spreads over the whole key
+	// range: each level-0 compaction rewrites most of the level below.
+	// Letting level 0 gather more files first cuts that write
+	// amplification (q19 at a tenth of its state: 527 MB of compaction
+	// output for 1 M events with Pebble's 4); reads consult more files,
+	// each behind its Bloom filter.
+	opts.L0CompactionThreshold = o.L0CompactionThreshold
+	opts.L0CompactionFileThreshold = 4 * o.L0CompactionThreshold
+	opts.L0StopWritesThreshold = 4 * o.L0CompactionThreshold
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		os.RemoveAll(dir)
@@ -101,6 +117,10 @@ func NewPebbleBackendWithOptions[K comparable](o PebbleOptions[K]) (*Backend[K],
 // DefaultStateCacheSize is the default bound of a Pebble backend's cache
 // of decoded values.
 const DefaultStateCacheSize = 64 << 20
+
+// DefaultL0CompactionThreshold is PebbleOptions.L0CompactionThreshold's
+// default, four times Pebble's own.
+const DefaultL0CompactionThreshold = 16
 
 // quietLogger drops Pebble's informational messages.
 type quietLogger struct{}

@@ -169,11 +169,12 @@ func newStateBackend[K comparable](oc *runtime.OperatorContext, hash runtime.Key
 	dir := tmpDir(oc.Config)
 	maxP := oc.Info.MaxParallelism
 	b, err := state.NewPebbleBackendWithOptions(state.PebbleOptions[K]{
-		Dir:            dir,
-		MaxParallelism: maxP,
-		KeyGroup:       func(k K) int { return runtime.KeyGroupFor(hash(k), maxP) },
-		CacheSize:      config.PebbleBlockCacheSize.Get(oc.Config),
-		StateCacheSize: stateCacheSize(oc.Config),
+		Dir:                   dir,
+		MaxParallelism:        maxP,
+		KeyGroup:              func(k K) int { return runtime.KeyGroupFor(hash(k), maxP) },
+		CacheSize:             config.PebbleBlockCacheSize.Get(oc.Config),
+		StateCacheSize:        stateCacheSize(oc.Config),
+		L0CompactionThreshold: config.PebbleL0CompactionThreshold.Get(oc.Config),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pebble state backend in %s: %w", dir, err)
