@@ -1017,12 +1017,8 @@ func (p *pebbleStore[K]) restoreState(st snapState, keep func(K) bool) error {
 		if err != nil {
 			return err
 		}
-		if batch.Len() > 16<<20 {
-			if err := batch.Commit(pebble.NoSync); err != nil {
-				return err
-			}
-			batch.Close()
-			batch = p.db.NewBatch()
+		if err := p.commitLarge(&batch); err != nil {
+			return err
 		}
 	}
 	return batch.Commit(pebble.NoSync)
@@ -1034,4 +1030,19 @@ func (p *pebbleStore[K]) rewindTimeMaps() {
 	for _, t := range p.timeMaps {
 		t.rewind()
 	}
+}
+
+// commitLarge commits a batch of restored or moved entries once it holds
+// 16 MiB, and starts the next, so that a restore does not build the
+// whole state in one batch.
+func (p *pebbleStore[K]) commitLarge(batch **pebble.Batch) error {
+	if (*batch).Len() <= 16<<20 {
+		return nil
+	}
+	if err := (*batch).Commit(pebble.NoSync); err != nil {
+		return err
+	}
+	(*batch).Close()
+	*batch = p.db.NewBatch()
+	return nil
 }

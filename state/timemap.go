@@ -143,12 +143,8 @@ func (p *pebbleStore[K]) layOut(m *pMeta, byTime bool) error {
 		if err := batch.Set(key, v, nil); err != nil {
 			return err
 		}
-		if batch.Len() > 16<<20 {
-			if err := batch.Commit(pebble.NoSync); err != nil {
-				return err
-			}
-			batch.Close()
-			batch = p.db.NewBatch()
+		if err := p.commitLarge(&batch); err != nil {
+			return err
 		}
 	}
 	if err := it.Error(); err != nil {
