@@ -389,12 +389,21 @@ func (s *pMap[K, MK, MV]) dropPassed(wm int64) error {
 		return err
 	}
 	defer it.Close()
+	if !it.First() {
+		// Nothing stored: no range deletion either, which every read
+		// would have to step over until compactions drop it.
+		if err := it.Error(); err != nil {
+			return err
+		}
+		s.passed(wm)
+		return nil
+	}
 	batch := s.p.db.NewBatch()
 	defer batch.Close()
 	if err := batch.DeleteRange(lo, hi, nil); err != nil {
 		return err
 	}
-	for valid := it.First(); valid; valid = it.Next() {
+	for valid := true; valid; valid = it.Next() {
 		e := c.find(it.Key())
 		_, gone := s.gone[string(it.Key())]
 		switch {
@@ -419,11 +428,16 @@ func (s *pMap[K, MK, MV]) dropPassed(wm int64) error {
 	if err := batch.Commit(pebble.NoSync); err != nil {
 		return err
 	}
+	s.passed(wm)
+	return nil
+}
+
+// passed moves from past wm once its range is dropped.
+func (s *pMap[K, MK, MV]) passed(wm int64) {
 	clear(s.gone)
 	if wm == math.MaxInt64 {
 		s.from = wm
 	} else {
 		s.from = wm + 1
 	}
-	return nil
 }
