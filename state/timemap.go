@@ -18,11 +18,12 @@ import (
 // It is a map from time to value with a layout made for that pattern.
 // On the heap it is a MapState[int64, V]. In Pebble its entries are
 // ordered by time, then key (a MapState orders them by key): the
-// entries a watermark passes are one range of the store, which the
-// backend reads ahead in one pass into its cache before the timers run
-// (WatermarkAdvancing), and whose removed entries it then drops with one
-// range deletion (WatermarkAdvanced) rather than writing a tombstone per
-// entry. Flink keeps RocksDB's timers time-ordered for the same reason.
+// entries a watermark passes are one range of the store. While the
+// timers of a watermark run (between WatermarkAdvancing and
+// WatermarkAdvanced) a cache miss in that range reads the entries that
+// follow into the cache in one pass; afterwards the removed entries go
+// with one range deletion rather than a tombstone each. Flink keeps
+// RocksDB's timers time-ordered for the same reason.
 //
 // Entries the timers leave behind stay, as in any map: the range
 // deletion keeps them. There is no per-key iteration: a key's entries
