@@ -517,3 +517,22 @@ func TestHeapListUpdateCopiesOnlyForeignLists(t *testing.T) {
 		t.Fatalf("the state keeps a scratch buffer's capacity %d for one element", c)
 	}
 }
+
+// TestL0CompactionThreshold: the store takes the threshold it is given,
+// and DefaultL0CompactionThreshold without one; writes stop well past it.
+func TestL0CompactionThreshold(t *testing.T) {
+	for _, c := range []struct{ set, want int }{{0, DefaultL0CompactionThreshold}, {7, 7}} {
+		b, err := NewPebbleBackendWithOptions(PebbleOptions[string]{Dir: t.TempDir(), MaxParallelism: testMaxPar, KeyGroup: testKeyGroup, L0CompactionThreshold: c.set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := b.p.opts
+		if o.L0CompactionThreshold != c.want || o.L0StopWritesThreshold != 4*c.want {
+			t.Errorf("threshold %d: the store compacts level 0 at %d sublevels and stops writes at %d, want %d and %d",
+				c.set, o.L0CompactionThreshold, o.L0StopWritesThreshold, c.want, 4*c.want)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -257,13 +257,11 @@ type cached[T any] struct {
 	// encode writes a value (ok) or its deletion into batch under key,
 	// and returns the value's encoded size.
 	encode func(batch *pebble.Batch, key []byte, v T, ok bool) (int, error)
-	// keepRemoved keeps a removed stored entry in its place rather than
-	// retiring it: a time map drops the range of removed entries as the
-	// watermark passes, with no tombstone of its own (timemap.go).
-	keepRemoved bool
-	// dropsLater, when set, is asked whether the range deletion of a time
-	// map will cover an evicted removed entry; if so, it has recorded the
-	// removal and no tombstone is written.
+	// dropsLater, set for a time map, is asked whether its range
+	// deletion will cover an evicted removed entry; if so, it has
+	// recorded the removal and no tombstone is written. A time map's
+	// removed entries also keep their place rather than retiring: the
+	// range deletion drops them as the watermark passes (timemap.go).
 	dropsLater func(key string) bool
 }
 

@@ -420,7 +420,7 @@ func setCachedAt[K comparable, T any](h *pHandle[K], c *cached[T], key func() []
 			if err := c.cache.resize(&e.cacheEntry, int64(size(v))); err != nil {
 				h.fail(err)
 			}
-		case !ok && was && c.keepRemoved:
+		case !ok && was && c.dropsLater != nil:
 			c.cache.shrink(&e.cacheEntry)
 		case !ok && was:
 			// A removed key is a deletion to write back, which needs
@@ -593,9 +593,9 @@ type pMap[K, MK comparable, MV any] struct {
 	// may still hold in full: those before it were dropped as the
 	// watermark passed them, but for what the timers left.
 	from int64
-	// ahead is set while the timers of watermark window run: misses on
-	// the times from from to window read ahead (timemap.go).
-	ahead  bool
+	// window is the watermark whose timers run, math.MinInt64 between
+	// watermarks: misses on the times from from to window read ahead
+	// (timemap.go).
 	window int64
 	// readTo is the last store key a read-ahead read.
 	readTo []byte

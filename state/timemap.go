@@ -52,9 +52,8 @@ func TimeMap[V any, K comparable](b *Backend[K], name string) TimeMapState[V] {
 		if err := b.p.layOut(h.m, true); err != nil {
 			panic(fmt.Errorf("state %q: %w", name, err))
 		}
-		m := &pMap[K, int64, V]{pHandle: h, kc: mustCodec[int64](), vc: vc, cache: newMapCache(b.p, vc), from: math.MinInt64}
+		m := &pMap[K, int64, V]{pHandle: h, kc: mustCodec[int64](), vc: vc, cache: newMapCache(b.p, vc), from: math.MinInt64, window: math.MinInt64}
 		if m.cache != nil {
-			m.cache.keepRemoved = true
 			m.cache.dropsLater = m.dropsLater
 		}
 		b.p.timeMaps = append(b.p.timeMaps, m)
@@ -268,14 +267,14 @@ func (b *Backend[K]) WatermarkAdvanced(wm int64) {
 const readAheadShare = 8
 
 func (s *pMap[K, MK, MV]) readAheadTo(wm int64) {
-	s.ahead, s.window, s.readTo = wm >= s.from, wm, s.readTo[:0]
+	s.window, s.readTo = wm, s.readTo[:0]
 }
 
 // timeEntry is entry for a time map: while the timers of a watermark
 // run, a miss on a time the watermark passed reads ahead.
 func (s *pMap[K, MK, MV]) timeEntry(ts int64) *cachedValue[MV] {
 	key := s.timeKey(ts)
-	if !s.ahead || ts < s.from || ts > s.window {
+	if ts < s.from || ts > s.window {
 		return loadCachedAt(&s.pHandle, s.cache, key, s.decode)
 	}
 	c := s.cache
@@ -350,7 +349,7 @@ func (s *pMap[K, MK, MV]) readAhead(key []byte) error {
 // range deletion covers, instead of its tombstone: while the timers run,
 // for the times they pass.
 func (s *pMap[K, MK, MV]) dropsLater(key string) bool {
-	if !s.ahead || len(key) < timeKeyLen {
+	if len(key) < timeKeyLen {
 		return false
 	}
 	if ts := timeOf([]byte(key[idLen:timeKeyLen])); ts < s.from || ts > s.window {
@@ -379,7 +378,7 @@ func (s *pMap[K, MK, MV]) upTo(wm int64) []byte {
 // in s.gone, needs no more: the deletion covers it, and its tombstone is
 // never written.
 func (s *pMap[K, MK, MV]) dropPassed(wm int64) error {
-	s.ahead = false
+	s.window = math.MinInt64
 	if wm < s.from {
 		return nil
 	}
