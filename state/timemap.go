@@ -365,7 +365,8 @@ func (s *pMap[K, MK, MV]) dropsLater(key string) bool {
 // upTo is the store key bound past the entries of times up to wm.
 func (s *pMap[K, MK, MV]) upTo(wm int64) []byte {
 	if wm == math.MaxInt64 {
-		return prefixEnd(binary.BigEndian.AppendUint32(nil, s.m.id))
+		_, hi := idBounds(s.m.id)
+		return hi
 	}
 	return timeBound(s.m.id, wm+1)
 }
