@@ -269,17 +269,17 @@ type overFunc struct {
 	ts       []types.DataType
 	list     rowList
 	batch    bool
-	timeCol  int // streaming: the rowtime order column
-	pending  state.MapState[int64, []byte]
-	all      state.ValueState[[]byte] // batch: every row; streaming: retained rows
-	accs     state.ValueState[[]byte] // streaming: unbounded accumulators
+	timeCol  int                        // streaming: the rowtime order column
+	pending  state.TimeMapState[[]byte] // streaming: rows waiting for the watermark, by time
+	all      state.ValueState[[]byte]   // batch: every row; streaming: retained rows
+	accs     state.ValueState[[]byte]   // streaming: unbounded accumulators
 	retainN  int64
 	retainMs int64
 }
 
 func (f *overFunc) Open(ctx *stream.KeyedContext[string]) error {
 	f.all = state.Value[[]byte](ctx.State(), "rows", nil)
-	f.pending = state.Map[int64, []byte](ctx.State(), "pending")
+	f.pending = state.TimeMap[[]byte](ctx.State(), "pending")
 	f.accs = state.Value[[]byte](ctx.State(), "accs", nil)
 	return nil
 }
