@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/chzyer/readline"
+	"golang.org/x/sys/unix"
 
 	"github.com/weirproject/weir/internal/sql/parser"
 	"github.com/weirproject/weir/internal/sql/types"
@@ -133,9 +134,11 @@ func runSQLClient(ctx context.Context, tenv *table.Environment, in, out *os.File
 		return err
 	}
 	c.rl = rl
+	restoreTTY := keepOutputOnInterrupt(c.inFd)
 	defer func() {
 		c.kb.Close()
 		rl.Close()
+		restoreTTY()
 	}()
 
 	sigs := make(chan os.Signal, 1)
@@ -545,3 +548,22 @@ N/P or the arrow keys page, L follows the last page, + and - change the refresh 
 Hint: Make sure that a statement ends with ';' for finalizing (multi-line) statements.
 
 `
+
+// keepOutputOnInterrupt sets NOFLSH on the terminal: by default the
+// kernel discards the output not yet shown when Ctrl-C raises SIGINT,
+// which would drop rows the tableau printed (and counted) just before
+// the interrupt. Readline and the views save and restore the terminal's
+// state around their raw mode, so they keep the flag. The returned
+// function puts the terminal back as it was.
+func keepOutputOnInterrupt(fd int) (restore func()) {
+	t, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil || t.Lflag&unix.NOFLSH != 0 {
+		return func() {}
+	}
+	saved := *t
+	t.Lflag |= unix.NOFLSH
+	if unix.IoctlSetTermios(fd, unix.TCSETS, t) != nil {
+		return func() {}
+	}
+	return func() { _ = unix.IoctlSetTermios(fd, unix.TCSETS, &saved) }
+}

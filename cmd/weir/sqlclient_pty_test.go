@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 )
 
 // The client is tested as a user meets it: the weir binary in a
@@ -288,6 +289,15 @@ func TestSQLClientSession(t *testing.T) {
 
 	s.expect(`Enter 'HELP;'`, step)
 	s.expect(prompt, step)
+	// Ctrl-C must not make the kernel discard the rows the tableau has
+	// written but the terminal has not shown yet: the count printed after
+	// the interrupt would then be larger than the rows on the screen.
+	// (TCGETS on a pty's master reads its slave's, the client's, flags.)
+	if tio, err := unix.IoctlGetTermios(int(ptmx.Fd()), unix.TCGETS); err != nil {
+		t.Fatal(err)
+	} else if tio.Lflag&unix.NOFLSH == 0 {
+		t.Fatal("the client leaves NOFLSH off: Ctrl-C would discard output not yet shown")
+	}
 	lap("start")
 
 	// A statement over three lines: the continuation prompt, then the
