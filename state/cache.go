@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"math"
 	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
@@ -12,8 +13,9 @@ import (
 // store (what RisingWave and Arroyo do in front of their LSMs, and what
 // RocksDB's users miss in Flink): value, reducing and aggregating states
 // and whole lists are read from the store once, then served and changed
-// in memory, with no encoding, until they are evicted, least recently
-// used first, or a snapshot needs the store to hold everything. A changed
+// in memory, with no encoding, until they are evicted (least recently
+// used first, but for the time maps' waiting entries: see victim), or a
+// snapshot needs the store to hold everything. A changed
 // entry is dirty until it is written back: on eviction (in batches) and
 // in the synchronous part of every snapshot, so that snapshots, full or
 // incremental, read a store that holds every change, and an incremental
@@ -45,6 +47,13 @@ type cacheEntry struct {
 	// dirtyAt is the entry's index in the cache's dirty list plus one, or
 	// 0 when the entry is clean.
 	dirtyAt int
+	// used is the cache's tick at the entry's last use.
+	used uint64
+	// at is the time of a time map's entry that waits for the watermark:
+	// timed says that it is in the cache's list of those, not in the
+	// list of use.
+	at    int64
+	timed bool
 }
 
 func (e *cacheEntry) dirty() bool { return e.dirtyAt > 0 }
@@ -58,6 +67,8 @@ type cachedState interface {
 	forget(e *cacheEntry)
 	// forgetAll empties the state's index.
 	forgetAll()
+	// entryTime is the time of the entry under key for a time map.
+	entryTime(key string) (int64, bool)
 }
 
 // stateCache is the store's cache: entries in order of use, the most
@@ -67,6 +78,21 @@ type stateCache struct {
 	head     cacheEntry // sentinel: head.next is the most recent entry
 	bytes    int64
 	capacity int64
+	// timed lists, in the order they came, the time maps' entries of
+	// times the watermark has not passed (timed.prev came last). They are
+	// not in the list of use: when each is needed next is known, which
+	// recency cannot tell (see victim).
+	timed cacheEntry
+	// tick counts the uses of entries; recent is the entry used last,
+	// which is never evicted: its caller holds it.
+	tick   uint64
+	recent *cacheEntry
+	// wm is the last watermark, reached at tick wmTick, and tickRate the
+	// ticks per unit of event time between watermarks, smoothed (0 until
+	// the watermark has moved twice).
+	wm       int64
+	wmTick   uint64
+	tickRate float64
 	// dirty lists the dirty entries; an evicted entry leaves it at once,
 	// so that it does not keep its value until the next flush.
 	dirty  []*cacheEntry
@@ -85,6 +111,8 @@ func newStateCache(db *pebble.DB, capacity int64) *stateCache {
 	// minFilterBits.
 	c := &stateCache{db: db, capacity: capacity, owners: make(map[cachedState]bool), stored: storedKeys{maxBits: max(int(capacity)*2, minFilterBits)}}
 	c.head.prev, c.head.next = &c.head, &c.head
+	c.timed.prev, c.timed.next = &c.timed, &c.timed
+	c.wm = math.MinInt64
 	return c
 }
 
@@ -98,20 +126,105 @@ func linkAfter(e, at *cacheEntry) {
 	at.next = e
 }
 
+// use records a use of e.
+func (c *stateCache) use(e *cacheEntry) {
+	c.tick++
+	e.used = c.tick
+	c.recent = e
+}
+
 // touch makes e the most recently used entry.
 func (c *stateCache) touch(e *cacheEntry) {
-	if c.head.next == e {
+	c.use(e)
+	if e.timed || c.head.next == e {
 		return
 	}
 	e.unlink()
 	linkAfter(e, &c.head)
 }
 
-// link inserts a new entry as the most recently used one.
+// link inserts a new entry as the most recently used one, or, for a time
+// map's entry of a time to come, as the last of the timed entries.
 func (c *stateCache) link(e *cacheEntry) {
-	linkAfter(e, &c.head)
+	c.use(e)
+	if ts, ok := e.owner.entryTime(e.key); ok && ts > c.wm {
+		e.at, e.timed = ts, true
+		linkAfter(e, c.timed.prev)
+	} else {
+		linkAfter(e, &c.head)
+	}
 	c.bytes += e.size
 	c.owners[e.owner] = true
+}
+
+// watermarkAdvancing notes that the watermark moves to wm, and how many
+// uses it took to get there.
+func (c *stateCache) watermarkAdvancing(wm int64) {
+	if wm <= c.wm {
+		return
+	}
+	if c.wm != math.MinInt64 && wm != math.MaxInt64 {
+		rate := float64(c.tick-c.wmTick) / float64(wm-c.wm)
+		if c.tickRate == 0 {
+			c.tickRate = rate
+		} else {
+			c.tickRate += (rate - c.tickRate) / 4
+		}
+	}
+	c.wm, c.wmTick = wm, c.tick
+}
+
+// watermarkAdvanced moves the timed entries the watermark passed, which
+// the timers left, to the end of the list of use: they are a map's
+// entries like any other now.
+func (c *stateCache) watermarkAdvanced(wm int64) {
+	for e := c.timed.next; e != &c.timed && e.at <= wm; e = c.timed.next {
+		e.unlink()
+		e.timed = false
+		linkAfter(e, c.head.prev)
+	}
+}
+
+// victim is the entry to evict next, or nil when only the most recent is
+// left. It is the entry whose next use is furthest away, as far as the
+// cache can tell: for the least recently used entry, as long as it has
+// gone unused; for the last timed entry, when the watermark will reach
+// its time, in uses at the rate the watermark moved so far. The entries
+// that wait for the watermark longest go first, rather than, by recency,
+// those it is about to reach (top-N and deduplication hold a window of
+// them that may be larger than the cache: recency would then evict each
+// before it is read).
+func (c *stateCache) victim() *cacheEntry {
+	lru := c.head.prev
+	if lru == c.recent {
+		lru = lru.prev
+	}
+	if lru == &c.head {
+		lru = nil
+	}
+	last := c.timed.prev
+	if last == c.recent {
+		last = last.prev
+	}
+	if last == &c.timed {
+		last = nil
+	}
+	switch {
+	case last == nil:
+		return lru
+	case lru == nil:
+		return last
+	case c.tickRate > 0:
+		if float64(last.at-c.wm)*c.tickRate > float64(c.tick-lru.used) {
+			return last
+		}
+		return lru
+	}
+	// Before the watermark has moved twice, by recency alone.
+	if first := c.timed.next; first != c.recent && first.used < lru.used {
+		return first
+	}
+	return lru
 }
 
 // evictOver evicts when the cache holds more than its capacity; the most
@@ -148,6 +261,7 @@ func (c *stateCache) retire(e *cacheEntry) {
 		return
 	}
 	e.unlink()
+	e.timed = false
 	linkAfter(e, c.head.prev)
 }
 
@@ -169,15 +283,18 @@ func (c *stateCache) markClean(e *cacheEntry) {
 	e.dirtyAt = 0
 }
 
-// evict removes the least recently used entries until the cache holds
+// evict removes entries, the victims first, until the cache holds
 // 7/8 of its capacity, writing back the dirty ones in one batch: evicting
 // a little more than needed makes the batches, and so the writes, larger.
 func (c *stateCache) evict() error {
 	batch := c.db.NewBatch()
 	defer batch.Close()
 	target := c.capacity - c.capacity/8
-	for c.bytes > target && c.head.prev != c.head.next {
-		e := c.head.prev
+	for c.bytes > target {
+		e := c.victim()
+		if e == nil {
+			break
+		}
 		if e.dirty() {
 			if err := e.owner.writeBack(e, batch, true); err != nil {
 				return err
@@ -198,6 +315,9 @@ func (c *stateCache) evict() error {
 func (c *stateCache) remove(e *cacheEntry) {
 	if e.dirty() {
 		c.markClean(e)
+	}
+	if c.recent == e {
+		c.recent = nil
 	}
 	e.unlink()
 	e.prev, e.next = nil, nil
@@ -237,6 +357,8 @@ func (c *stateCache) drop() error {
 	}
 	clear(c.owners)
 	c.head.prev, c.head.next = &c.head, &c.head
+	c.timed.prev, c.timed.next = &c.timed, &c.timed
+	c.recent = nil
 	c.bytes = 0
 	return nil
 }
@@ -305,6 +427,13 @@ func (c *cached[T]) forget(e *cacheEntry) {
 func (c *cached[T]) forgetAll() {
 	c.last = nil
 	clear(c.m)
+}
+
+func (c *cached[T]) entryTime(key string) (int64, bool) {
+	if c.dropsLater == nil || len(key) < timeKeyLen {
+		return 0, false
+	}
+	return timeOf([]byte(key[idLen:timeKeyLen])), true
 }
 
 // lookup returns the cached entry of key, as the most recently used, or

@@ -242,6 +242,7 @@ func (b *Backend[K]) WatermarkAdvancing(wm int64) {
 	if b.p == nil || b.p.cache == nil {
 		return
 	}
+	b.p.cache.watermarkAdvancing(wm)
 	for _, t := range b.p.timeMaps {
 		t.readAheadTo(wm)
 	}
@@ -259,6 +260,7 @@ func (b *Backend[K]) WatermarkAdvanced(wm int64) {
 			panic(fmt.Errorf("state: drop entries to watermark %d: %w", wm, err))
 		}
 	}
+	b.p.cache.watermarkAdvanced(wm)
 }
 
 // readAheadShare bounds what one read-ahead puts in the cache: an eighth
@@ -341,6 +343,11 @@ func (s *pMap[K, MK, MV]) readAhead(key []byte) error {
 	}
 	if err := it.Error(); err != nil {
 		return err
+	}
+	if e := c.find(key); e != nil {
+		// The entry asked for is the run's first: the eviction must
+		// not take it, whatever it takes of the run.
+		c.cache.touch(&e.cacheEntry)
 	}
 	return c.cache.evictOver()
 }

@@ -295,3 +295,39 @@ func TestTimeMapDropsRemovedEntriesWithoutTombstones(t *testing.T) {
 		t.Fatalf("the store holds %d keys after every entry was removed", n)
 	}
 }
+
+// TestTimeMapKeepsTheEntriesDueFirst: when the entries waiting for the
+// watermark take twice the cache, the cache keeps those the watermark
+// reaches first and evicts those it reaches last, so that a good share of
+// the timers' reads are hits. By recency it would evict each entry, the
+// oldest first, just before its timer reads it: every entry would be
+// written back and read again.
+func TestTimeMapKeepsTheEntriesDueFirst(t *testing.T) {
+	b := newPebbleCache(t, 128<<10)
+	tm := TimeMap[string](b, "waiting")
+	keys := testKeys(20)
+	val := string(make([]byte, 200))
+	const lag, steps = 40, 400 // 800 entries wait: about twice the cache
+	written := cacheWriteBacks.Load()
+	for wm := int64(0); wm < steps; wm++ {
+		for _, k := range keys {
+			b.SetCurrentKey(k)
+			tm.Put(wm+lag, k+val)
+		}
+		b.WatermarkAdvancing(wm)
+		for _, k := range keys {
+			b.SetCurrentKey(k)
+			if v, ok := tm.Get(wm); ok != (wm >= lag) || ok && v != k+val {
+				t.Fatalf("%s@%d = %.10q, %v", k, wm, v, ok)
+			}
+			tm.Remove(wm)
+		}
+		b.WatermarkAdvanced(wm)
+	}
+	n := cacheWriteBacks.Load() - written
+	put := int64(len(keys) * steps)
+	t.Logf("%d of %d entries written back", n, put)
+	if n > put*2/3 {
+		t.Fatalf("%d of %d entries were evicted before their timer: the cache kept those due last", n, put)
+	}
+}
