@@ -3,7 +3,6 @@ package state
 import (
 	"fmt"
 	"math"
-	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/cockroachdb/pebble/v2"
@@ -93,6 +92,8 @@ type stateCache struct {
 	wm       int64
 	wmTick   uint64
 	tickRate float64
+	// stats counts the cache's work, for the operator's metrics.
+	stats cacheStats
 	// dirty lists the dirty entries; an evicted entry leaves it at once,
 	// so that it does not keep its value until the next flush.
 	dirty  []*cacheEntry
@@ -306,7 +307,7 @@ func (c *stateCache) evict() error {
 		c.bytes -= e.size
 		e.owner.forget(e)
 	}
-	cacheEvictions.Add(1)
+	c.stats.evictions++
 	return batch.Commit(pebble.NoSync)
 }
 
@@ -402,7 +403,7 @@ func (c *cached[T]) writeBack(e *cacheEntry, batch *pebble.Batch, evicting bool)
 	if evicting && !v.ok && c.dropsLater != nil && c.dropsLater(e.key) {
 		return nil
 	}
-	cacheWriteBacks.Add(1)
+	c.cache.stats.writeBacks++
 	key := []byte(e.key)
 	n, err := c.encode(batch, key, v.v, v.ok)
 	if err != nil {
@@ -441,6 +442,7 @@ func (c *cached[T]) entryTime(key string) (int64, bool) {
 func (c *cached[T]) lookup(key []byte) *cachedValue[T] {
 	e := c.find(key)
 	if e != nil {
+		c.cache.stats.hits++
 		c.cache.touch(&e.cacheEntry)
 	}
 	return e
@@ -479,9 +481,17 @@ func (c *cached[T]) insertOnly(key []byte, v T, ok bool, size int, dirty bool) *
 	return e
 }
 
-// cacheEvictions counts the cache's evictions in this process, and
-// cacheWriteBacks the entries written back, for tests.
-var cacheEvictions, cacheWriteBacks atomic.Int64
+// cacheStats counts what a cache did since the backend was created.
+type cacheStats struct {
+	// hits are reads and writes of a cached entry; misses are the reads
+	// of a key from the store (a read of a key never written is neither:
+	// the filters of stored keys answer it); readAhead are the entries a
+	// time map read from the store ahead of its timers.
+	hits, misses, readAhead int64
+	// writeBacks are the entries written to the store, on eviction and
+	// at snapshots, in evictions batches.
+	writeBacks, evictions int64
+}
 
 // storedKeys remembers, in Bloom filters, every store key the backend
 // wrote to its store since it was created: a cache miss on a key that

@@ -47,7 +47,7 @@ func TestRemovingANeverStoredKeyWritesNothing(t *testing.T) {
 	b := newPebbleCache(t, 0)
 	m := Map[int64, string](b, "waiting")
 	v := Value[string](b, "v", "")
-	before := cacheWriteBacks.Load()
+	before := b.p.cache.stats.writeBacks
 	for i := range 1000 {
 		b.SetCurrentKey(fmt.Sprint("key-", i%10))
 		m.Put(int64(i), "bid")
@@ -61,7 +61,7 @@ func TestRemovingANeverStoredKeyWritesNothing(t *testing.T) {
 	if err := b.p.flushCache(); err != nil {
 		t.Fatal(err)
 	}
-	if n := cacheWriteBacks.Load() - before; n != 0 {
+	if n := b.p.cache.stats.writeBacks - before; n != 0 {
 		t.Fatalf("%d entries written back for keys set and removed before any write-back", n)
 	}
 
@@ -74,7 +74,7 @@ func TestRemovingANeverStoredKeyWritesNothing(t *testing.T) {
 	if err := b.p.flushCache(); err != nil {
 		t.Fatal(err)
 	}
-	if n := cacheWriteBacks.Load() - before; n != 2 {
+	if n := b.p.cache.stats.writeBacks - before; n != 2 {
 		t.Fatalf("%d entries written back, want the value and its tombstone", n)
 	}
 	if err := b.p.cache.drop(); err != nil {
@@ -169,5 +169,42 @@ func TestLookupMemoNeverOutlivesItsEntry(t *testing.T) {
 	}
 	if got, ok := m.Get(1); !ok || got != "y" {
 		t.Fatalf("map entry %q, %v from the store", got, ok)
+	}
+}
+
+// TestCacheMetrics: the backend's metrics count the cache's hits, its
+// reads from the store and its write-backs, exactly.
+func TestCacheMetrics(t *testing.T) {
+	b := newPebbleCache(t, 1<<20)
+	v := Value[string](b, "v", "")
+	keys := testKeys(100)
+	for _, k := range keys {
+		b.SetCurrentKey(k)
+		v.Update("x") // a blind write: no read
+	}
+	read := func() {
+		for _, k := range keys {
+			b.SetCurrentKey(k)
+			if got, ok := v.Value(); !ok || got != "x" {
+				t.Fatalf("%s = %q, %v", k, got, ok)
+			}
+		}
+	}
+	read()
+	b.SetCurrentKey("never written")
+	if _, ok := v.Value(); ok {
+		t.Fatal("a key never written has a value")
+	}
+	if _, err := b.Snapshot(); err != nil { // writes every entry back
+		t.Fatal(err)
+	}
+	if err := b.p.dropCache(); err != nil {
+		t.Fatal(err)
+	}
+	read() // from the store
+	read() // from the cache
+	m := b.Metrics()
+	if m.CacheHits != 200 || m.CacheMisses != 100 || m.CacheWriteBacks != 100 || m.CacheReadAhead != 0 {
+		t.Fatalf("hits %d, misses %d, write-backs %d, read ahead %d; want 200, 100, 100, 0", m.CacheHits, m.CacheMisses, m.CacheWriteBacks, m.CacheReadAhead)
 	}
 }

@@ -373,6 +373,7 @@ func loadCachedAt[K comparable, T any](h *pHandle[K], c *cached[T], key []byte, 
 	}
 	var v T
 	size := 0
+	c.cache.stats.misses++
 	ok := h.getRaw(key, func(raw []byte) error {
 		size = len(raw)
 		var err error

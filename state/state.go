@@ -173,6 +173,12 @@ type Metrics struct {
 	// holds, as it charges it against state.backend.pebble.cache-size:
 	// keys, encoded values and a fixed overhead per entry.
 	CacheBytes int64
+	// CacheHits counts the reads and writes the cache served, CacheMisses
+	// the reads that went to the store, CacheReadAhead the entries time
+	// maps read from the store ahead of their timers, and
+	// CacheWriteBacks the entries written to the store (on eviction and
+	// at snapshots), since the backend was created.
+	CacheHits, CacheMisses, CacheReadAhead, CacheWriteBacks int64
 }
 
 // Metrics measures the backend. Like every method it runs on the task's
@@ -185,8 +191,9 @@ func (b *Backend[K]) Metrics() Metrics {
 		}
 		m := b.p.db.Metrics()
 		out := Metrics{DiskBytes: int64(m.DiskSpaceUsage()), MemTableBytes: int64(m.MemTable.Size), BlockCacheBytes: m.BlockCache.Size}
-		if b.p.cache != nil {
-			out.CacheBytes = b.p.cache.bytes
+		if c := b.p.cache; c != nil {
+			out.CacheBytes = c.bytes
+			out.CacheHits, out.CacheMisses, out.CacheReadAhead, out.CacheWriteBacks = c.stats.hits, c.stats.misses, c.stats.readAhead, c.stats.writeBacks
 		}
 		return out
 	}

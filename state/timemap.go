@@ -295,8 +295,8 @@ func (s *pMap[K, MK, MV]) timeEntry(ts int64) *cachedValue[MV] {
 	if err := s.readAhead(key); err != nil {
 		s.fail(err)
 	}
-	if e := c.lookup(key); e != nil {
-		return e
+	if e := c.find(key); e != nil {
+		return e // readAhead made it the most recent
 	}
 	return &c.absent // the run starts at key: the store does not hold it
 }
@@ -339,6 +339,7 @@ func (s *pMap[K, MK, MV]) readAhead(key []byte) error {
 		// No eviction while the iterator reads: the entries it evicted
 		// would be written back past the iterator's view, which would
 		// then return their older values.
+		c.cache.stats.readAhead++
 		budget -= c.insertOnly(it.Key(), v, true, len(raw), false).size
 	}
 	if err := it.Error(); err != nil {

@@ -273,7 +273,7 @@ func TestTimeMapDropsRemovedEntriesWithoutTombstones(t *testing.T) {
 	if err := b.p.flushCache(); err != nil {
 		t.Fatal(err)
 	}
-	written := cacheWriteBacks.Load()
+	written := b.p.cache.stats.writeBacks
 	b.WatermarkAdvancing(39)
 	for ts := range int64(40) {
 		for _, k := range keys {
@@ -288,7 +288,7 @@ func TestTimeMapDropsRemovedEntriesWithoutTombstones(t *testing.T) {
 	if err := b.p.flushCache(); err != nil {
 		t.Fatal(err)
 	}
-	if n := cacheWriteBacks.Load() - written; n > int64(len(keys)) {
+	if n := b.p.cache.stats.writeBacks - written; n > int64(len(keys)) {
 		t.Fatalf("the cache wrote back %d entries for 2000 removed ones: tombstones", n)
 	}
 	if n := b.Len(); n != 0 {
@@ -308,7 +308,7 @@ func TestTimeMapKeepsTheEntriesDueFirst(t *testing.T) {
 	keys := testKeys(20)
 	val := string(make([]byte, 200))
 	const lag, steps = 40, 400 // 800 entries wait: about twice the cache
-	written := cacheWriteBacks.Load()
+	written := b.p.cache.stats.writeBacks
 	for wm := int64(0); wm < steps; wm++ {
 		for _, k := range keys {
 			b.SetCurrentKey(k)
@@ -324,7 +324,7 @@ func TestTimeMapKeepsTheEntriesDueFirst(t *testing.T) {
 		}
 		b.WatermarkAdvanced(wm)
 	}
-	n := cacheWriteBacks.Load() - written
+	n := b.p.cache.stats.writeBacks - written
 	put := int64(len(keys) * steps)
 	t.Logf("%d of %d entries written back", n, put)
 	if n > put*2/3 {

@@ -184,6 +184,10 @@ func newStateBackend[K comparable](oc *runtime.OperatorContext, hash runtime.Key
 	oc.Gauge("stateMemTableBytes", func() int64 { return b.Metrics().MemTableBytes })
 	oc.Gauge("stateBlockCacheBytes", func() int64 { return b.Metrics().BlockCacheBytes })
 	oc.Gauge("stateCacheBytes", func() int64 { return b.Metrics().CacheBytes })
+	oc.Gauge("stateCacheHits", func() int64 { return b.Metrics().CacheHits })
+	oc.Gauge("stateCacheMisses", func() int64 { return b.Metrics().CacheMisses })
+	oc.Gauge("stateCacheReadAhead", func() int64 { return b.Metrics().CacheReadAhead })
+	oc.Gauge("stateCacheWriteBacks", func() int64 { return b.Metrics().CacheWriteBacks })
 	return b, nil
 }
 

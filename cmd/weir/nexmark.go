@@ -203,20 +203,47 @@ type measurement struct {
 	results int64
 	heap    uint64
 	// stateCache is the peak of what the Pebble backends' caches of
-	// decoded values held together (their stateCacheBytes gauges).
+	// decoded values held together (their stateCacheBytes gauges), and
+	// cacheWork what they did, summed once the job ended.
 	stateCache int64
+	cacheWork  cacheWork
+}
+
+// cacheWork is the Pebble state caches' counts of a run, from their
+// gauges (state.Metrics).
+type cacheWork struct {
+	hits, misses, readAhead, writeBacks int64
+}
+
+func (c *cacheWork) add(name string, v int64) {
+	switch name {
+	case "stateCacheHits":
+		c.hits += v
+	case "stateCacheMisses":
+		c.misses += v
+	case "stateCacheReadAhead":
+		c.readAhead += v
+	case "stateCacheWriteBacks":
+		c.writeBacks += v
+	}
 }
 
 // watchStateCache samples the job's stateCacheBytes gauges every 50 ms
 // until it ends, keeping the peak of their sum in peak: with a cache
 // large enough to hold everything, the size of the job's keyed state
-// as the cache counts it, to size a cache that it outgrows.
-func watchStateCache(jc *stream.JobClient, peak *int64) {
+// as the cache counts it, to size a cache that it outgrows. Then it
+// sums the caches' final counts into work.
+func watchStateCache(jc *stream.JobClient, peak *int64, work *cacheWork) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
 		select {
 		case <-jc.Done():
+			for _, m := range jc.Metrics() {
+				for _, g := range m.Gauges {
+					work.add(g.Name, g.Value)
+				}
+			}
 			return
 		case <-t.C:
 		}
@@ -348,6 +375,16 @@ func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
 	fmt.Fprintf(w, "memory       peak heap %s, max RSS %s\n", mib(slices.MaxFunc(engines, byHeap).heap), mib(uint64(maxRSS)))
 	if c := slices.MaxFunc(engines, func(a, b measurement) int { return cmp.Compare(a.stateCache, b.stateCache) }).stateCache; c > 0 {
 		fmt.Fprintf(w, "state cache  peak %s (Pebble's decoded values, as state.backend.pebble.cache-size counts them)\n", mib(uint64(c)))
+		count := func(f func(cacheWork) int64) string {
+			xs := make([]float64, len(engines))
+			for i, e := range engines {
+				xs[i] = float64(f(e.cacheWork))
+			}
+			return benchstat.Of(xs).Format("%.0f")
+		}
+		fmt.Fprintf(w, "cache work   hits %s, misses %s, read ahead %s, write-backs %s\n",
+			count(func(c cacheWork) int64 { return c.hits }), count(func(c cacheWork) int64 { return c.misses }),
+			count(func(c cacheWork) int64 { return c.readAhead }), count(func(c cacheWork) int64 { return c.writeBacks }))
 	}
 	if !o.baseline {
 		return nil
@@ -382,6 +419,7 @@ func runNexmarkEngine(ctx context.Context, env *stream.Environment, q nexmark.Qu
 	}
 	var parts string // the sink's directory, when --output asks for a file
 	var cachePeak int64
+	var work cacheWork
 	var results func() int64
 	var digest func() nexmark.Digest
 	switch {
@@ -414,10 +452,10 @@ func runNexmarkEngine(ctx context.Context, env *stream.Environment, q nexmark.Qu
 		if err != nil {
 			return 0, err
 		}
-		watchStateCache(jc, &cachePeak)
+		watchStateCache(jc, &cachePeak, &work)
 		return results(), jc.Wait()
 	})
-	eng.stateCache = cachePeak
+	eng.stateCache, eng.cacheWork = cachePeak, work
 	if o.cpuProfile != "" && first {
 		pprof.StopCPUProfile()
 	}

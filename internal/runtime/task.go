@@ -340,6 +340,12 @@ func (t *Task) run(body func()) (err error) {
 		if t.pts != nil {
 			t.pts.stopAll()
 		}
+		if err == nil {
+			// The gauges keep the task's final values (the state cache's
+			// counts of a finished job), read before cleanups close
+			// what they measure.
+			t.refreshGauges()
+		}
 		for _, f := range t.cleanups {
 			f()
 		}
