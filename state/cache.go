@@ -48,14 +48,18 @@ type cacheEntry struct {
 	dirtyAt int
 	// used is the cache's tick at the entry's last use.
 	used uint64
-	// at is the time of a time map's entry that waits for the watermark:
-	// timed says that it is in the cache's list of those, not in the
-	// list of use.
-	at    int64
+	// timed says that the entry, a time map's that waits for the
+	// watermark, is in the cache's list of those, not in the list of use.
 	timed bool
 }
 
 func (e *cacheEntry) dirty() bool { return e.dirtyAt > 0 }
+
+// time is a timed entry's time, from its key.
+func (e *cacheEntry) time() int64 {
+	ts, _ := e.owner.entryTime(e.key)
+	return ts
+}
 
 // cachedState is a state handle with entries in the cache.
 type cachedState interface {
@@ -149,7 +153,7 @@ func (c *stateCache) touch(e *cacheEntry) {
 func (c *stateCache) link(e *cacheEntry) {
 	c.use(e)
 	if ts, ok := e.owner.entryTime(e.key); ok && ts > c.wm {
-		e.at, e.timed = ts, true
+		e.timed = true
 		linkAfter(e, c.timed.prev)
 	} else {
 		linkAfter(e, &c.head)
@@ -179,7 +183,7 @@ func (c *stateCache) watermarkAdvancing(wm int64) {
 // the timers left, to the end of the list of use: they are a map's
 // entries like any other now.
 func (c *stateCache) watermarkAdvanced(wm int64) {
-	for e := c.timed.next; e != &c.timed && e.at <= wm; e = c.timed.next {
+	for e := c.timed.next; e != &c.timed && e.time() <= wm; e = c.timed.next {
 		e.unlink()
 		e.timed = false
 		linkAfter(e, c.head.prev)
@@ -216,7 +220,7 @@ func (c *stateCache) victim() *cacheEntry {
 	case lru == nil:
 		return last
 	case c.tickRate > 0:
-		if float64(last.at-c.wm)*c.tickRate > float64(c.tick-lru.used) {
+		if float64(last.time()-c.wm)*c.tickRate > float64(c.tick-lru.used) {
 			return last
 		}
 		return lru
@@ -489,7 +493,7 @@ type cacheStats struct {
 	// time map read from the store ahead of its timers.
 	hits, misses, readAhead int64
 	// writeBacks are the entries written to the store, on eviction and
-	// at snapshots, in evictions batches.
+	// at snapshots; evictions are the batches evictions wrote.
 	writeBacks, evictions int64
 }
 
