@@ -209,22 +209,15 @@ type measurement struct {
 	cacheWork  cacheWork
 }
 
-// cacheWork is the Pebble state caches' counts of a run, from their
-// gauges (state.Metrics).
-type cacheWork struct {
-	hits, misses, readAhead, writeBacks int64
-}
+// cacheWork is the Pebble state caches' counts of a run, summed over
+// their gauges (state.Metrics), in the order of cacheWorkGauges.
+type cacheWork [4]int64
+
+var cacheWorkGauges = [...]string{"stateCacheHits", "stateCacheMisses", "stateCacheReadAhead", "stateCacheWriteBacks"}
 
 func (c *cacheWork) add(name string, v int64) {
-	switch name {
-	case "stateCacheHits":
-		c.hits += v
-	case "stateCacheMisses":
-		c.misses += v
-	case "stateCacheReadAhead":
-		c.readAhead += v
-	case "stateCacheWriteBacks":
-		c.writeBacks += v
+	if i := slices.Index(cacheWorkGauges[:], name); i >= 0 {
+		c[i] += v
 	}
 }
 
@@ -375,16 +368,15 @@ func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
 	fmt.Fprintf(w, "memory       peak heap %s, max RSS %s\n", mib(slices.MaxFunc(engines, byHeap).heap), mib(uint64(maxRSS)))
 	if c := slices.MaxFunc(engines, func(a, b measurement) int { return cmp.Compare(a.stateCache, b.stateCache) }).stateCache; c > 0 {
 		fmt.Fprintf(w, "state cache  peak %s (Pebble's decoded values, as state.backend.pebble.cache-size counts them)\n", mib(uint64(c)))
-		count := func(f func(cacheWork) int64) string {
+		var counts [len(cacheWork{})]any
+		for i := range counts {
 			xs := make([]float64, len(engines))
-			for i, e := range engines {
-				xs[i] = float64(f(e.cacheWork))
+			for j, e := range engines {
+				xs[j] = float64(e.cacheWork[i])
 			}
-			return benchstat.Of(xs).Format("%.0f")
+			counts[i] = benchstat.Of(xs).Format("%.0f")
 		}
-		fmt.Fprintf(w, "cache work   hits %s, misses %s, read ahead %s, write-backs %s\n",
-			count(func(c cacheWork) int64 { return c.hits }), count(func(c cacheWork) int64 { return c.misses }),
-			count(func(c cacheWork) int64 { return c.readAhead }), count(func(c cacheWork) int64 { return c.writeBacks }))
+		fmt.Fprintf(w, "cache work   hits %s, misses %s, read ahead %s, write-backs %s\n", counts[:]...)
 	}
 	if !o.baseline {
 		return nil
