@@ -99,7 +99,12 @@ func TestDashboardBackpressureInBrowser(t *testing.T) {
 	// The sink's flame graph: its CPU goes to slowWriter.
 	b.do("open the sink", chromedp.Navigate(rest+"/#/job/"+id+"/vertex/"+sink.ID), chromedp.WaitVisible(chromedp.CSS("#flame-btn")),
 		chromedp.SetValue(chromedp.CSS("#flame-seconds"), "2"), chromedp.Click(chromedp.CSS("#flame-btn")))
-	b.waitJS("sampling in progress", `document.getElementById('flame-status').dataset.state === 'in-progress' && document.getElementById('flame-btn').disabled`, 2*time.Second)
+	// A refresh may re-render the page after the click, with a fresh
+	// control that never sent its request: set it and click it again then
+	// (as for the cancelled job below).
+	b.waitJS("sampling in progress", `(() => { const s = document.getElementById('flame-status'), btn = document.getElementById('flame-btn');
+		if (s && s.dataset.state === '' && btn && !btn.disabled) { document.getElementById('flame-seconds').value = '2'; btn.click(); }
+		return s && s.dataset.state === 'in-progress' && btn.disabled; })()`, 10*time.Second)
 	b.waitJS("the flame graph", `document.getElementById('flame-status').dataset.state !== 'in-progress' && document.getElementById('flame-btn').disabled === false`, 30*time.Second)
 	status := browserValue[string](b, `document.getElementById('flame-status').textContent`)
 	samples := browserValue[int](b, `Number(document.getElementById('flame-status').dataset.samples || 0)`)
