@@ -104,6 +104,18 @@ type stateCache struct {
 	owners map[cachedState]bool
 	// stored filters the keys written to the store.
 	stored storedKeys
+	// spills are the time maps' spills of evicted entries (spill.go).
+	spills []spiller
+}
+
+// spiller is a state that evicts some entries somewhere else than the
+// store: it writes what an eviction gathered when the eviction ends
+// (seal), and moves what it holds into the store for a snapshot
+// (migrate); closeSpill deletes what it holds, for a store that closes.
+type spiller interface {
+	seal() error
+	migrate(batch *pebble.Batch) error
+	closeSpill() error
 }
 
 // minFilterBits is the least the filters of stored keys may take: 8 MiB,
@@ -312,6 +324,11 @@ func (c *stateCache) evict() error {
 		e.owner.forget(e)
 	}
 	c.stats.evictions++
+	for _, s := range c.spills {
+		if err := s.seal(); err != nil {
+			return err
+		}
+	}
 	return batch.Commit(pebble.NoSync)
 }
 
@@ -330,11 +347,9 @@ func (c *stateCache) remove(e *cacheEntry) {
 	e.owner.forget(e)
 }
 
-// flush writes back every dirty entry, which stays cached.
+// flush writes back every dirty entry, which stays cached, and what the
+// spills hold.
 func (c *stateCache) flush() error {
-	if len(c.dirty) == 0 {
-		return nil
-	}
 	batch := c.db.NewBatch()
 	defer batch.Close()
 	for _, e := range c.dirty {
@@ -345,6 +360,14 @@ func (c *stateCache) flush() error {
 	}
 	clear(c.dirty)
 	c.dirty = c.dirty[:0]
+	for _, s := range c.spills {
+		if err := s.migrate(batch); err != nil {
+			return fmt.Errorf("state: write back spilled state: %w", err)
+		}
+	}
+	if batch.Empty() {
+		return nil
+	}
 	if err := batch.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("state: write back cached state: %w", err)
 	}
@@ -390,6 +413,9 @@ type cached[T any] struct {
 	// removed entries also keep their place rather than retiring: the
 	// range deletion drops them as the watermark passes (timemap.go).
 	dropsLater func(key string) bool
+	// spill, set for a time map, is offered each present entry that
+	// leaves the cache dirty; it reports whether it took it.
+	spill func(key string, v T) bool
 }
 
 // cachedValue is a cached store key's value; ok is false for a key known
@@ -405,6 +431,10 @@ type cachedValue[T any] struct {
 func (c *cached[T]) writeBack(e *cacheEntry, batch *pebble.Batch, evicting bool) error {
 	v := c.m[e.key]
 	if evicting && !v.ok && c.dropsLater != nil && c.dropsLater(e.key) {
+		return nil
+	}
+	if evicting && v.ok && c.spill != nil && c.spill(e.key, v.v) {
+		c.cache.stats.spilled++
 		return nil
 	}
 	c.cache.stats.writeBacks++
@@ -495,6 +525,9 @@ type cacheStats struct {
 	// writeBacks are the entries written to the store, on eviction and
 	// at snapshots; evictions are the batches evictions wrote.
 	writeBacks, evictions int64
+	// spilled are the entries evictions wrote to a time map's spill
+	// rather than the store; spillReads those read back.
+	spilled, spillReads int64
 }
 
 // storedKeys remembers, in Bloom filters, every store key the backend

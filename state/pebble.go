@@ -243,6 +243,12 @@ func (p *pebbleStore[K]) close() error {
 		err = rerr
 	}
 	_ = os.RemoveAll(p.dir + checkpointsSuffix)
+	if p.cache != nil {
+		for _, s := range p.cache.spills {
+			_ = s.closeSpill()
+		}
+	}
+	_ = os.RemoveAll(p.dir + spillSuffix)
 	return err
 }
 
@@ -603,6 +609,9 @@ type pMap[K, MK comparable, MV any] struct {
 	// gone holds the store keys of removed entries that left the cache
 	// without a tombstone while the timers ran (dropsLater).
 	gone map[string]struct{}
+	// spill, for a time map with a cache, holds evicted entries of times
+	// to come (spill.go).
+	spill *timeSpill
 }
 
 func (s *pMap[K, MK, MV]) entryKey(k MK) []byte {
@@ -643,6 +652,9 @@ func (s *pMap[K, MK, MV]) Put(k MK, v MV) {
 		delete(s.gone, string(s.entryKey(k)))
 	}
 	if s.cache != nil {
+		if s.m.byTime {
+			s.overwrite(any(k).(int64))
+		}
 		s.setEntry(k, v, true)
 		return
 	}
@@ -651,6 +663,9 @@ func (s *pMap[K, MK, MV]) Put(k MK, v MV) {
 
 func (s *pMap[K, MK, MV]) Remove(k MK) {
 	if s.cache != nil {
+		if s.m.byTime {
+			s.overwrite(any(k).(int64))
+		}
 		var zero MV
 		s.setEntry(k, zero, false)
 		return

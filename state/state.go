@@ -179,6 +179,10 @@ type Metrics struct {
 	// CacheWriteBacks the entries written to the store (on eviction and
 	// at snapshots), since the backend was created.
 	CacheHits, CacheMisses, CacheReadAhead, CacheWriteBacks int64
+	// CacheSpilled counts the entries of times to come that time maps
+	// evicted to their spill files rather than the store, and
+	// CacheSpillReads those read back.
+	CacheSpilled, CacheSpillReads int64
 }
 
 // Metrics measures the backend. Like every method it runs on the task's
@@ -194,6 +198,7 @@ func (b *Backend[K]) Metrics() Metrics {
 		if c := b.p.cache; c != nil {
 			out.CacheBytes = c.bytes
 			out.CacheHits, out.CacheMisses, out.CacheReadAhead, out.CacheWriteBacks = c.stats.hits, c.stats.misses, c.stats.readAhead, c.stats.writeBacks
+			out.CacheSpilled, out.CacheSpillReads = c.stats.spilled, c.stats.spillReads
 		}
 		return out
 	}

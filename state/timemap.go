@@ -55,6 +55,9 @@ func TimeMap[V any, K comparable](b *Backend[K], name string) TimeMapState[V] {
 		m := &pMap[K, int64, V]{pHandle: h, kc: mustCodec[int64](), vc: vc, cache: newMapCache(b.p, vc), from: math.MinInt64, window: math.MinInt64}
 		if m.cache != nil {
 			m.cache.dropsLater = m.dropsLater
+			m.spill = newTimeSpill(b.p.dir+spillSuffix, name)
+			m.cache.spill = m.spillEntry
+			b.p.cache.spills = append(b.p.cache.spills, m)
 		}
 		b.p.timeMaps = append(b.p.timeMaps, m)
 		s = m
@@ -276,12 +279,17 @@ func (s *pMap[K, MK, MV]) readAheadTo(wm int64) {
 // run, a miss on a time the watermark passed reads ahead.
 func (s *pMap[K, MK, MV]) timeEntry(ts int64) *cachedValue[MV] {
 	key := s.timeKey(ts)
-	if ts < s.from || ts > s.window {
-		return loadCachedAt(&s.pHandle, s.cache, key, s.decode)
-	}
 	c := s.cache
 	if e := c.lookup(key); e != nil {
 		return e
+	}
+	if s.spill.mayHold(key) {
+		if e := s.fromSpill(key, ts >= s.from && ts <= s.window); e != nil {
+			return e
+		}
+	}
+	if ts < s.from || ts > s.window {
+		return loadCachedAt(&s.pHandle, s.cache, key, s.decode)
 	}
 	if _, ok := s.gone[string(key)]; ok || !c.cache.stored.mayHold(key) {
 		return &c.absent
@@ -300,6 +308,110 @@ func (s *pMap[K, MK, MV]) timeEntry(ts int64) *cachedValue[MV] {
 	}
 	return &c.absent // the run starts at key: the store does not hold it
 }
+
+// fromSpill returns the cache entry of key read from the spill, or nil
+// when the spill does not hold it. In the timers' window it first reads
+// the spill's next entries ahead, in order, as readAhead does the
+// store's.
+func (s *pMap[K, MK, MV]) fromSpill(key []byte, inWindow bool) *cachedValue[MV] {
+	c := s.cache
+	unread, err := s.spill.mayHoldUnread(key)
+	if err != nil {
+		s.fail(err)
+	}
+	if !unread {
+		return nil
+	}
+	if inWindow {
+		key = bytes.Clone(key)
+		budget := c.cache.capacity / readAheadShare
+		err := s.spill.readAhead(s.upTo(s.window), func(k, raw []byte) (bool, error) {
+			if c.find(k) != nil {
+				return true, nil
+			}
+			v, err := s.decode(raw)
+			if err != nil {
+				return false, err
+			}
+			c.cache.stats.spillReads++
+			// Dirty: the spill no longer holds it.
+			budget -= c.insertOnly(k, v, true, len(raw), true).size
+			return budget > 0, nil
+		})
+		if err != nil {
+			s.fail(err)
+		}
+		e := c.find(key)
+		if e != nil {
+			c.cache.touch(&e.cacheEntry)
+		}
+		if err := c.cache.evictOver(); err != nil {
+			s.fail(err)
+		}
+		if e != nil {
+			return e
+		}
+	}
+	raw, ok, err := s.spill.take(key)
+	if err != nil {
+		s.fail(err)
+	}
+	if !ok {
+		return nil
+	}
+	v, err := s.decode(raw)
+	if err != nil {
+		s.fail(err)
+	}
+	c.cache.stats.spillReads++
+	e, err := c.insert(key, v, true, len(raw), true)
+	if err != nil {
+		s.fail(err)
+	}
+	return e
+}
+
+// spillEntry spills an evicted entry of a time to come that the store
+// never held.
+func (s *pMap[K, MK, MV]) spillEntry(key string, v MV) bool {
+	if timeOf([]byte(key[idLen:timeKeyLen])) <= s.p.cache.wm || s.p.cache.stored.mayHold([]byte(key)) {
+		return false
+	}
+	sp := s.spill
+	start := len(sp.arena)
+	sp.arena = s.vc.Append(sp.arena, v)
+	sp.push(key, start)
+	return true
+}
+
+func (s *pMap[K, MK, MV]) seal() error       { return s.spill.seal() }
+func (s *pMap[K, MK, MV]) closeSpill() error { return s.spill.closeAll() }
+
+// migrate writes what the spill holds into the store.
+func (s *pMap[K, MK, MV]) migrate(batch *pebble.Batch) error {
+	if s.spill.empty() {
+		return nil
+	}
+	_, hi := idBounds(s.m.id)
+	return s.spill.passTo(hi, batch, s.cached, &s.p.cache.stored)
+}
+
+func (s *pMap[K, MK, MV]) cached(key []byte) bool { return s.cache.find(key) != nil }
+
+// overwrite makes the spill's copy of the entry at ts stale before a
+// blind write of it.
+func (s *pMap[K, MK, MV]) overwrite(ts int64) {
+	if s.spill == nil || s.spill.empty() {
+		return
+	}
+	if key := s.timeKey(ts); s.cache.find(key) == nil {
+		s.spill.overwritten(key)
+	}
+}
+
+// spillSuffix names the directory, next to a store, of its time maps'
+// spills.
+const spillSuffix = "-spill"
 
 // readAhead caches the stored entries from key on, up to the watermark's
 // time, that the cache does not hold, as read from the store, until they
@@ -398,21 +510,16 @@ func (s *pMap[K, MK, MV]) dropPassed(wm int64) error {
 		return err
 	}
 	defer it.Close()
-	if !it.First() {
-		// Nothing stored: no range deletion either, which every read
-		// would have to step over until compactions drop it.
-		if err := it.Error(); err != nil {
-			return err
-		}
-		s.passed(wm)
-		return nil
-	}
 	batch := s.p.db.NewBatch()
 	defer batch.Close()
-	if err := batch.DeleteRange(lo, hi, nil); err != nil {
-		return err
+	// Nothing stored: no range deletion either, which every read would
+	// have to step over until compactions drop it.
+	if it.First() {
+		if err := batch.DeleteRange(lo, hi, nil); err != nil {
+			return err
+		}
 	}
-	for valid := true; valid; valid = it.Next() {
+	for valid := it.Valid(); valid; valid = it.Next() {
 		e := c.find(it.Key())
 		_, gone := s.gone[string(it.Key())]
 		switch {
@@ -434,8 +541,17 @@ func (s *pMap[K, MK, MV]) dropPassed(wm int64) error {
 	if err := it.Error(); err != nil {
 		return err
 	}
-	if err := batch.Commit(pebble.NoSync); err != nil {
-		return err
+	// What the spill holds of the passed times, the timers left: the
+	// store keeps it, after the range deletion.
+	if !s.spill.empty() {
+		if err := s.spill.passTo(hi, batch, s.cached, &c.cache.stored); err != nil {
+			return err
+		}
+	}
+	if !batch.Empty() {
+		if err := batch.Commit(pebble.NoSync); err != nil {
+			return err
+		}
 	}
 	s.passed(wm)
 	return nil

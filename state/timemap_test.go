@@ -1,9 +1,12 @@
 package state
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 )
@@ -135,6 +138,17 @@ func TestTimeMapMatchesAMap(t *testing.T) {
 				r.steps(rng, 200)
 				r.advance(t, rng, int64(i*40))
 				r.check(t, fmt.Sprintf("after watermark %d", r.wm))
+			}
+			if c := r.b.p; c != nil && c.cache != nil {
+				// The run must have spilled, and read back, entries
+				// of times to come, and hold some at the snapshot.
+				if st := c.cache.stats; st.spilled == 0 || st.spillReads == 0 {
+					t.Fatalf("nothing spilled or read back from the spill: %+v", st)
+				}
+				r.steps(rng, 400)
+				if spilledFiles(t, r.b) == 0 {
+					t.Fatal("no spill files before the snapshot")
+				}
 			}
 			full, err := r.b.Snapshot()
 			if err != nil {
@@ -308,7 +322,7 @@ func TestTimeMapKeepsTheEntriesDueFirst(t *testing.T) {
 	keys := testKeys(20)
 	val := string(make([]byte, 200))
 	const lag, steps = 40, 400 // 800 entries wait: about twice the cache
-	written := b.p.cache.stats.writeBacks
+	written := b.p.cache.stats.writeBacks + b.p.cache.stats.spilled
 	for wm := int64(0); wm < steps; wm++ {
 		for _, k := range keys {
 			b.SetCurrentKey(k)
@@ -324,10 +338,110 @@ func TestTimeMapKeepsTheEntriesDueFirst(t *testing.T) {
 		}
 		b.WatermarkAdvanced(wm)
 	}
-	n := b.p.cache.stats.writeBacks - written
+	n := b.p.cache.stats.writeBacks + b.p.cache.stats.spilled - written
 	put := int64(len(keys) * steps)
 	t.Logf("%d of %d entries written back", n, put)
 	if n > put*2/3 {
 		t.Fatalf("%d of %d entries were evicted before their timer: the cache kept those due last", n, put)
+	}
+}
+
+// spilledFiles counts the files in the backend's spill directory.
+func spilledFiles(t *testing.T, b *Backend[string]) int {
+	t.Helper()
+	entries, err := os.ReadDir(b.p.dir + spillSuffix)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
+}
+
+// TestTimeMapSpillsEntriesOfTimesToCome: entries of times to come that
+// the cache evicts go to the spill, not the store; their timers read them
+// back, and the files go once the watermark passed them. The entries the
+// timers leave behind, and those a snapshot finds spilled, end in the
+// store.
+func TestTimeMapSpillsEntriesOfTimesToCome(t *testing.T) {
+	b := newPebbleCache(t, 64<<10)
+	tm := TimeMap[string](b, "waiting")
+	keys := testKeys(50)
+	val := string(make([]byte, 200))
+	const steps = 40 // 2,000 entries of 270 bytes: 8 times the cache
+	for ts := range int64(steps) {
+		for _, k := range keys {
+			b.SetCurrentKey(k)
+			tm.Put(ts, k+val)
+		}
+	}
+	st := b.p.cache.stats
+	if st.writeBacks != 0 || st.spilled < 1500 {
+		t.Fatalf("%d entries written to the store, %d spilled; want 0 and most", st.writeBacks, st.spilled)
+	}
+	if m := b.Metrics(); m.CacheSpilled != st.spilled || m.CacheWriteBacks != 0 {
+		t.Fatalf("metrics: %d spilled, %d written back; want %d, 0", m.CacheSpilled, m.CacheWriteBacks, st.spilled)
+	}
+	files := spilledFiles(t, b)
+	if files == 0 {
+		t.Fatal("no spill files")
+	}
+	// A point read of a spilled entry, out of the timers' window, and
+	// a blind write over one.
+	b.SetCurrentKey(keys[7])
+	if v, ok := tm.Get(3); !ok || v != keys[7]+val {
+		t.Fatalf("%s@3 = %.10q, %v", keys[7], v, ok)
+	}
+	b.SetCurrentKey(keys[8])
+	tm.Put(4, "new")
+	for wm := range int64(steps / 2) {
+		b.WatermarkAdvancing(wm)
+		for i, k := range keys {
+			b.SetCurrentKey(k)
+			want := k + val
+			if wm == 4 && k == keys[8] {
+				want = "new"
+			}
+			if v, ok := tm.Get(wm); !ok || v != want {
+				t.Fatalf("%s@%d = %.10q, %v; want %.10q", k, wm, v, ok, want)
+			}
+			if i%10 != 0 { // every tenth left behind
+				tm.Remove(wm)
+			}
+		}
+		b.WatermarkAdvanced(wm)
+	}
+	if n := spilledFiles(t, b); n >= files {
+		t.Fatalf("%d spill files after half the times passed, %d before", n, files)
+	}
+	if m := b.Metrics(); m.CacheSpillReads == 0 {
+		t.Fatal("no entry read back from the spill")
+	}
+	// A snapshot finds the rest spilled: the store takes them.
+	snap, err := b.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := spilledFiles(t, b); n != 0 {
+		t.Fatalf("%d spill files after a snapshot", n)
+	}
+	back := newPebbleCache(t, 64<<10)
+	if err := back.Restore(snap, nil); err != nil {
+		t.Fatal(err)
+	}
+	tm2 := TimeMap[string](back, "waiting")
+	for ts := range int64(steps) {
+		for i, k := range keys {
+			back.SetCurrentKey(k)
+			v, ok := tm2.Get(ts)
+			want, wok := k+val, ts >= steps/2 || i%10 == 0
+			if ts == 4 && k == keys[8] {
+				want = "new"
+			}
+			if ok != wok || ok && v != want {
+				t.Fatalf("restored %s@%d = %.10q, %v; want %.10q, %v", k, ts, v, ok, want, wok)
+			}
+		}
 	}
 }

@@ -188,6 +188,8 @@ func newStateBackend[K comparable](oc *runtime.OperatorContext, hash runtime.Key
 	oc.Gauge("stateCacheMisses", func() int64 { return b.Metrics().CacheMisses })
 	oc.Gauge("stateCacheReadAhead", func() int64 { return b.Metrics().CacheReadAhead })
 	oc.Gauge("stateCacheWriteBacks", func() int64 { return b.Metrics().CacheWriteBacks })
+	oc.Gauge("stateCacheSpilled", func() int64 { return b.Metrics().CacheSpilled })
+	oc.Gauge("stateCacheSpillReads", func() int64 { return b.Metrics().CacheSpillReads })
 	return b, nil
 }
 

@@ -211,9 +211,9 @@ type measurement struct {
 
 // cacheWork is the Pebble state caches' counts of a run, summed over
 // their gauges (state.Metrics), in the order of cacheWorkGauges.
-type cacheWork [4]int64
+type cacheWork [6]int64
 
-var cacheWorkGauges = [...]string{"stateCacheHits", "stateCacheMisses", "stateCacheReadAhead", "stateCacheWriteBacks"}
+var cacheWorkGauges = [...]string{"stateCacheHits", "stateCacheMisses", "stateCacheReadAhead", "stateCacheWriteBacks", "stateCacheSpilled", "stateCacheSpillReads"}
 
 func (c *cacheWork) add(name string, v int64) {
 	if i := slices.Index(cacheWorkGauges[:], name); i >= 0 {
@@ -376,7 +376,7 @@ func runNexmark(ctx context.Context, w io.Writer, o nexmarkOptions) error {
 			}
 			counts[i] = benchstat.Of(xs).Format("%.0f")
 		}
-		fmt.Fprintf(w, "cache work   hits %s, misses %s, read ahead %s, write-backs %s\n", counts[:]...)
+		fmt.Fprintf(w, "cache work   hits %s, misses %s, read ahead %s, write-backs %s, spilled %s, read from the spill %s\n", counts[:]...)
 	}
 	if !o.baseline {
 		return nil
