@@ -3,6 +3,7 @@ package nexmark_test
 import (
 	"context"
 	"errors"
+	"iter"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,20 +17,62 @@ import (
 // the restored source splits and the join's keyed state must give every
 // result exactly once.
 func TestQ3ExactlyOnceAfterFailure(t *testing.T) {
-	const n = 40_000
+	slow := func(e nexmark.Event) bool { return e.Timestamp()%50 == 0 && e.Kind == nexmark.PersonKind }
+	exactlyOnceAfterFailure(t, 40_000, nexmark.Q3, nexmark.LoopQ3, slow, nil)
+}
+
+// TestQ19OnPebbleExactlyOnceAfterFailure is the same for Q19 on Pebble
+// with a cache far smaller than its waiting bids: they are evicted to
+// their time map's spill, a checkpoint writes the spill into the store,
+// and the restore must bring back exactly the bids that waited.
+func TestQ19OnPebbleExactlyOnceAfterFailure(t *testing.T) {
+	// A millisecond's pause every 40 events: checkpoints come while
+	// bids wait, not only once the source is done.
+	slow := func(e nexmark.Event) bool { return e.Timestamp()%40 == 0 }
+	job := exactlyOnceAfterFailure(t, 60_000, nexmark.Q19, nexmark.LoopQ19, slow, map[string]string{
+		"state.backend.type":              "pebble",
+		"state.backend.pebble.cache-size": "64 KiB",
+	})
+	var spilled, read int64
+	for _, m := range job.Metrics() {
+		for _, g := range m.Gauges {
+			switch g.Name {
+			case "stateCacheSpilled":
+				spilled += g.Value
+			case "stateCacheSpillReads":
+				read += g.Value
+			}
+		}
+	}
+	t.Logf("restarted attempt: %d entries spilled, %d read back", spilled, read)
+	if spilled == 0 || read == 0 {
+		t.Fatalf("%d entries spilled, %d read back: the spill was not exercised", spilled, read)
+	}
+}
+
+// exactlyOnceAfterFailure runs query q over n generated events at
+// parallelism 2 with checkpoints every 5 ms, the source pausing a
+// millisecond at each event slow picks, and fails the job once, at the
+// first result after a third of them once a checkpoint completed; the
+// results must be loop's, each once.
+func exactlyOnceAfterFailure[R any](t *testing.T, n int64, q func(*stream.Stream[nexmark.Event]) *stream.Stream[R], loop func(iter.Seq[nexmark.Event], func(R)), slow func(nexmark.Event) bool, settings map[string]string) *stream.JobClient {
 	all := nexmark.Generate(testConfig, n)
-	var want []nexmark.Q3Result
-	nexmark.LoopQ3(nexmark.Slice(all), func(r nexmark.Q3Result) { want = append(want, r) })
+	var want []R
+	loop(nexmark.Slice(all), func(r R) { want = append(want, r) })
 	failAt := len(want) / 3
 
 	cfg := config.New()
 	config.Parallelism.Set(cfg, 2)
-	for _, kv := range [][2]string{
+	kvs := [][2]string{
 		{"execution.checkpointing.interval", "5 ms"},
 		{"restart-strategy.type", "fixed-delay"},
 		{"restart-strategy.fixed-delay.attempts", "3"},
 		{"restart-strategy.fixed-delay.delay", "10 ms"},
-	} {
+	}
+	for k, v := range settings {
+		kvs = append(kvs, [2]string{k, v})
+	}
+	for _, kv := range kvs {
 		if err := cfg.Set(kv[0], kv[1]); err != nil {
 			t.Fatal(err)
 		}
@@ -41,18 +84,18 @@ func TestQ3ExactlyOnceAfterFailure(t *testing.T) {
 	var read [4]atomic.Int64
 	events := stream.Process(nexmark.Events(env, testConfig, n), stream.ProcessFunc[nexmark.Event, nexmark.Event](func(e nexmark.Event, ctx *stream.Context, out stream.Collector[nexmark.Event]) error {
 		read[ctx.Attempt()].Add(1)
-		if e.Timestamp()%50 == 0 && e.Kind == nexmark.PersonKind {
+		if slow(e) {
 			time.Sleep(time.Millisecond) // slow enough for checkpoints
 		}
 		out.Collect(e)
 		return nil
 	})).Name("slow").UID("slow")
-	results := nexmark.Q3(events)
+	results := q(events)
 	// The failure comes at the first result after a third of them once a
 	// checkpoint completed, so that the restart restores one.
 	var checkpoints, checkpointsAtFailure atomic.Int64
 	var seen [4]int
-	failed := stream.Process(results, stream.ProcessFunc[nexmark.Q3Result, nexmark.Q3Result](func(r nexmark.Q3Result, ctx *stream.Context, out stream.Collector[nexmark.Q3Result]) error {
+	failed := stream.Process(results, stream.ProcessFunc[R, R](func(r R, ctx *stream.Context, out stream.Collector[R]) error {
 		seen[ctx.Attempt()]++ // one subtask: no lock needed
 		if ctx.Attempt() == 0 && seen[0] >= failAt && checkpoints.Load() > 0 {
 			checkpointsAtFailure.Store(checkpoints.Load())
@@ -64,7 +107,7 @@ func TestQ3ExactlyOnceAfterFailure(t *testing.T) {
 	got := stream.Collect(failed)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	job, err := env.ExecuteAsync(ctx, "q3-failure")
+	job, err := env.ExecuteAsync(ctx, "failure")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,4 +137,5 @@ func TestQ3ExactlyOnceAfterFailure(t *testing.T) {
 	t.Logf("%d results, %d checkpoints (%d before the failure after %d results), events read %d then %d",
 		len(want), job.CompletedCheckpoints(), checkpointsAtFailure.Load(), seen[0], read[0].Load(), read[1].Load())
 	same(t, got.Values(), want)
+	return job
 }
