@@ -104,16 +104,20 @@ type stateCache struct {
 	owners map[cachedState]bool
 	// stored filters the keys written to the store.
 	stored storedKeys
-	// spills are the time maps' spills of evicted entries (spill.go).
-	spills []spiller
+	// spills are the time maps' spills of evicted entries (spill.go);
+	// an eviction that spills fewer than spillMin entries of a time map
+	// puts them in the store.
+	spills   []spiller
+	spillMin int
 }
 
 // spiller is a state that evicts some entries somewhere else than the
 // store: it writes what an eviction gathered when the eviction ends
-// (seal), and moves what it holds into the store for a snapshot
+// (seal, into files or, when it gathered little, into the eviction's
+// batch), and moves what it holds into the store for a snapshot
 // (migrate); closeSpill deletes what it holds, for a store that closes.
 type spiller interface {
-	seal() error
+	seal(batch *pebble.Batch) error
 	migrate(batch *pebble.Batch) error
 	closeSpill() error
 }
@@ -130,6 +134,7 @@ func newStateCache(db *pebble.DB, capacity int64) *stateCache {
 	c.head.prev, c.head.next = &c.head, &c.head
 	c.timed.prev, c.timed.next = &c.timed, &c.timed
 	c.wm = math.MinInt64
+	c.spillMin = spillMinRecords
 	return c
 }
 
@@ -325,7 +330,7 @@ func (c *stateCache) evict() error {
 	}
 	c.stats.evictions++
 	for _, s := range c.spills {
-		if err := s.seal(); err != nil {
+		if err := s.seal(batch); err != nil {
 			return err
 		}
 	}

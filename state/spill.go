@@ -65,6 +65,10 @@ type spillRecord struct {
 // segment points into it: a point read reads that many at most.
 const spillIndexEvery = 16
 
+// spillMinRecords is the fewest entries an eviction writes to a file of
+// their own; fewer go into the store.
+const spillMinRecords = 32
+
 // spillReadBuffer is what a segment's cursor reads at once.
 const spillReadBuffer = 32 << 10
 
@@ -112,13 +116,7 @@ func (s *timeSpill) seal() error {
 	if len(s.pending) == 0 {
 		return nil
 	}
-	defer func() {
-		clear(s.pending)
-		s.pending, s.arena = s.pending[:0], s.arena[:0]
-		if cap(s.arena) > spillKeepArena {
-			s.arena = nil // a large cache's eviction: not kept between them
-		}
-	}()
+	defer s.clearPending()
 	slices.SortFunc(s.pending, func(a, b spillRecord) int { return strings.Compare(a.key, b.key) })
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("state %q: spill: %w", s.name, err)
@@ -161,6 +159,14 @@ func (s *timeSpill) seal() error {
 	seg.maxTime = timeOf([]byte(s.pending[len(s.pending)-1].key[idLen:timeKeyLen]))
 	s.segments = append(s.segments, seg)
 	return nil
+}
+
+func (s *timeSpill) clearPending() {
+	clear(s.pending)
+	s.pending, s.arena = s.pending[:0], s.arena[:0]
+	if cap(s.arena) > spillKeepArena {
+		s.arena = nil // a large cache's eviction: not kept between them
+	}
 }
 
 // safeName makes a state's name usable in a file name.

@@ -384,7 +384,26 @@ func (s *pMap[K, MK, MV]) spillEntry(key string, v MV) bool {
 	return true
 }
 
-func (s *pMap[K, MK, MV]) seal() error       { return s.spill.seal() }
+// seal writes what the eviction spilled; when that is only a few
+// entries, they go into the eviction's batch instead: a file for them
+// would cost more than the store.
+func (s *pMap[K, MK, MV]) seal(batch *pebble.Batch) error {
+	sp := s.spill
+	if n := len(sp.pending); n > 0 && n < s.p.cache.spillMin {
+		stats := &s.p.cache.stats
+		for _, r := range sp.pending {
+			if err := batch.Set([]byte(r.key), r.val, nil); err != nil {
+				return err
+			}
+			s.p.cache.stored.add([]byte(r.key))
+		}
+		stats.spilled -= int64(n)
+		stats.writeBacks += int64(n)
+		sp.clearPending()
+		return nil
+	}
+	return sp.seal()
+}
 func (s *pMap[K, MK, MV]) closeSpill() error { return s.spill.closeAll() }
 
 // migrate writes what the spill holds into the store.
