@@ -371,6 +371,11 @@ func loadCachedAt[K comparable, T any](h *pHandle[K], c *cached[T], key []byte, 
 	if e := c.lookup(key); e != nil {
 		return e
 	}
+	return loadMissAt(h, c, key, decode)
+}
+
+// loadMissAt is loadCachedAt of a key the cache does not hold.
+func loadMissAt[K comparable, T any](h *pHandle[K], c *cached[T], key []byte, decode func([]byte) (T, error)) *cachedValue[T] {
 	if !c.cache.stored.mayHold(key) {
 		// Never stored: absent, and not worth an entry, which would only
 		// push others out (q19 looks up a time's other bids once, and

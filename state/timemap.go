@@ -289,7 +289,7 @@ func (s *pMap[K, MK, MV]) timeEntry(ts int64) *cachedValue[MV] {
 		}
 	}
 	if ts < s.from || ts > s.window {
-		return loadCachedAt(&s.pHandle, s.cache, key, s.decode)
+		return loadMissAt(&s.pHandle, s.cache, key, s.decode)
 	}
 	if _, ok := s.gone[string(key)]; ok || !c.cache.stored.mayHold(key) {
 		return &c.absent
@@ -297,7 +297,7 @@ func (s *pMap[K, MK, MV]) timeEntry(ts int64) *cachedValue[MV] {
 	if bytes.Compare(key, s.readTo) <= 0 {
 		// A run passed it: absent then, or evicted since; ask the
 		// store alone rather than read the run again.
-		return loadCachedAt(&s.pHandle, s.cache, key, s.decode)
+		return loadMissAt(&s.pHandle, s.cache, key, s.decode)
 	}
 	key = bytes.Clone(key)
 	if err := s.readAhead(key); err != nil {
