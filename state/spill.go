@@ -97,12 +97,13 @@ func newTimeSpill(dir, name string) *timeSpill {
 	return &timeSpill{dir: dir, name: name, keys: storedKeys{maxBits: minFilterBits}}
 }
 
-// empty reports whether the spill holds nothing.
-func (s *timeSpill) empty() bool { return len(s.segments) == 0 }
+// empty reports whether the spill holds nothing; a time map without a
+// cache has no spill (nil), which is empty.
+func (s *timeSpill) empty() bool { return s == nil || len(s.segments) == 0 }
 
 // mayHold reports whether the spill may hold key unread.
 func (s *timeSpill) mayHold(key []byte) bool {
-	return len(s.segments) > 0 && s.keys.mayHold(key)
+	return !s.empty() && s.keys.mayHold(key)
 }
 
 // push gathers an evicted entry for the next seal: its value is what

@@ -404,6 +404,7 @@ func (s *pMap[K, MK, MV]) seal(batch *pebble.Batch) error {
 	}
 	return sp.seal()
 }
+
 func (s *pMap[K, MK, MV]) closeSpill() error { return s.spill.closeAll() }
 
 // migrate writes what the spill holds into the store.
@@ -420,7 +421,7 @@ func (s *pMap[K, MK, MV]) cached(key []byte) bool { return s.cache.find(key) != 
 // overwrite makes the spill's copy of the entry at ts stale before a
 // blind write of it.
 func (s *pMap[K, MK, MV]) overwrite(ts int64) {
-	if s.spill == nil || s.spill.empty() {
+	if s.spill.empty() {
 		return
 	}
 	if key := s.timeKey(ts); s.cache.find(key) == nil {
