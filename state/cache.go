@@ -570,22 +570,15 @@ func (s *storedKeys) add(key []byte) {
 		if len(s.filters) > 0 {
 			capacity = 2 * s.filters[len(s.filters)-1].capacity
 		}
-		words := (capacity*10 + 63) / 64
-		if s.bits+words*64 > s.maxBits {
+		f := newBloomFilter(capacity)
+		if s.bits+len(f.words)*64 > s.maxBits {
 			s.giveUp()
 			return
 		}
-		s.bits += words * 64
-		s.filters = append(s.filters, bloomFilter{words: make([]uint64, words), capacity: capacity})
+		s.bits += len(f.words) * 64
+		s.filters = append(s.filters, f)
 	}
-	f := &s.filters[len(s.filters)-1]
-	h1, h2 := bloomHashes(key)
-	m := uint64(len(f.words) * 64)
-	for i := range uint64(bloomProbes) {
-		b := (h1 + i*h2) % m
-		f.words[b/64] |= 1 << (b % 64)
-	}
-	f.n++
+	s.filters[len(s.filters)-1].add(bloomHashes(key))
 }
 
 // mayHold reports whether key may be in the store: false only when it
@@ -596,21 +589,35 @@ func (s *storedKeys) mayHold(key []byte) bool {
 	}
 	h1, h2 := bloomHashes(key)
 	for i := range s.filters {
-		f := &s.filters[i]
-		m := uint64(len(f.words) * 64)
-		hit := true
-		for p := range uint64(bloomProbes) {
-			b := (h1 + p*h2) % m
-			if f.words[b/64]&(1<<(b%64)) == 0 {
-				hit = false
-				break
-			}
-		}
-		if hit {
+		if s.filters[i].has(h1, h2) {
 			return true
 		}
 	}
 	return false
+}
+
+func newBloomFilter(capacity int) bloomFilter {
+	return bloomFilter{words: make([]uint64, (capacity*10+63)/64), capacity: capacity}
+}
+
+func (f *bloomFilter) add(h1, h2 uint64) {
+	m := uint64(len(f.words) * 64)
+	for i := range uint64(bloomProbes) {
+		b := (h1 + i*h2) % m
+		f.words[b/64] |= 1 << (b % 64)
+	}
+	f.n++
+}
+
+func (f *bloomFilter) has(h1, h2 uint64) bool {
+	m := uint64(len(f.words) * 64)
+	for i := range uint64(bloomProbes) {
+		b := (h1 + i*h2) % m
+		if f.words[b/64]&(1<<(b%64)) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // giveUp makes every key one the store may hold.

@@ -44,8 +44,6 @@ type timeSpill struct {
 	// the last segment then written: the copies in that segment and
 	// older ones are stale.
 	taken map[string]uint64
-	// keys filters the keys spilled since the spill was last empty.
-	keys storedKeys
 	// pending gathers an eviction's entries, written by seal.
 	pending []spillRecord
 	arena   []byte
@@ -79,6 +77,9 @@ type spillSegment struct {
 	size             int64
 	minTime, maxTime int64
 	index            []spillIndexEntry
+	// keys filters the segment's keys: it goes with the segment, so
+	// that the spill's filters hold only the keys of live segments.
+	keys bloomFilter
 	// The cursor: off is where the next unread record starts; key and
 	// val hold it once read (ready).
 	off   int64
@@ -94,16 +95,35 @@ type spillIndexEntry struct {
 }
 
 func newTimeSpill(dir, name string) *timeSpill {
-	return &timeSpill{dir: dir, name: name, keys: storedKeys{maxBits: minFilterBits}}
+	return &timeSpill{dir: dir, name: name}
 }
 
 // empty reports whether the spill holds nothing; a time map without a
 // cache has no spill (nil), which is empty.
 func (s *timeSpill) empty() bool { return s == nil || len(s.segments) == 0 }
 
-// mayHold reports whether the spill may hold key unread.
+// mayHold reports whether the spill may hold key: whether a segment
+// whose times span key's has it in its filter.
 func (s *timeSpill) mayHold(key []byte) bool {
-	return !s.empty() && s.keys.mayHold(key)
+	if s.empty() {
+		return false
+	}
+	ts := timeOf(key[idLen:timeKeyLen])
+	var h1, h2 uint64
+	hashed := false
+	for _, g := range s.segments {
+		if ts < g.minTime || ts > g.maxTime {
+			continue
+		}
+		if !hashed {
+			h1, h2 = bloomHashes(key)
+			hashed = true
+		}
+		if g.keys.has(h1, h2) {
+			return true
+		}
+	}
+	return false
 }
 
 // push gathers an evicted entry for the next seal: its value is what
@@ -135,6 +155,7 @@ func (s *timeSpill) seal() error {
 	}
 	var off int64
 	var head [2 * binary.MaxVarintLen64]byte
+	seg.keys = newBloomFilter(len(s.pending))
 	for i, r := range s.pending {
 		if i%spillIndexEvery == 0 {
 			seg.index = append(seg.index, spillIndexEntry{key: r.key, off: off})
@@ -146,7 +167,7 @@ func (s *timeSpill) seal() error {
 		s.w.Write(head[:m])
 		s.w.Write(r.val)
 		off += int64(n + len(r.key) + m + len(r.val))
-		s.keys.add([]byte(r.key))
+		seg.keys.add(bloomHashes([]byte(r.key)))
 	}
 	if err := s.w.Flush(); err != nil {
 		s.w.Reset(nil)
@@ -450,11 +471,11 @@ func (s *timeSpill) dropRead(hi []byte) error {
 	return err
 }
 
-// reset forgets the spill's keys; its segments are gone.
+// reset forgets the spill's stale keys; its segments are gone.
 func (s *timeSpill) reset() {
+	clear(s.segments)
 	s.segments = s.segments[:0]
 	clear(s.taken)
-	s.keys = storedKeys{maxBits: s.keys.maxBits}
 }
 
 func (g *spillSegment) remove() error {
