@@ -120,6 +120,9 @@ type spiller interface {
 	seal(batch *pebble.Batch) error
 	migrate(batch *pebble.Batch) error
 	closeSpill() error
+	// linkSpill hard-links the spill's files into dir for an incremental
+	// snapshot, and describes what of them is current.
+	linkSpill(dir string) (spillSnapshot, error)
 }
 
 // minFilterBits is the least the filters of stored keys may take: 8 MiB,
@@ -354,7 +357,11 @@ func (c *stateCache) remove(e *cacheEntry) {
 
 // flush writes back every dirty entry, which stays cached, and what the
 // spills hold.
-func (c *stateCache) flush() error {
+func (c *stateCache) flush() error { return c.writeBack(true) }
+
+// writeBack writes back every dirty entry, which stays cached, and, with
+// spills, what the spills hold.
+func (c *stateCache) writeBack(spills bool) error {
 	batch := c.db.NewBatch()
 	defer batch.Close()
 	for _, e := range c.dirty {
@@ -366,6 +373,9 @@ func (c *stateCache) flush() error {
 	clear(c.dirty)
 	c.dirty = c.dirty[:0]
 	for _, s := range c.spills {
+		if !spills {
+			break
+		}
 		if err := s.migrate(batch); err != nil {
 			return fmt.Errorf("state: write back spilled state: %w", err)
 		}

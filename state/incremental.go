@@ -53,6 +53,10 @@ type incrementalSnapshot struct {
 	States         []incrementalStateMeta
 	Shared         []sharedFile
 	Private        map[string][]byte
+	// Spill lists the time maps' spill files (spill.go), shared like
+	// the SST files; a restore writes their current records into the
+	// store.
+	Spill []spillSnapshot `json:",omitempty"`
 }
 
 type incrementalStateMeta struct {
@@ -137,11 +141,28 @@ func (p *pebbleStore[K]) snapshotIncremental(files SnapshotFiles) (func(context.
 	instance := inc.instance
 	inc.mu.Unlock()
 
-	if err := p.flushCache(); err != nil {
-		return nil, err
+	// The spills' files go into the snapshot as they are: only the
+	// cache's changes are written back.
+	if p.cache != nil {
+		if err := p.cache.writeBack(false); err != nil {
+			return nil, err
+		}
 	}
 	if err := p.db.Flush(); err != nil {
 		return nil, fmt.Errorf("state: flush pebble store: %w", err)
+	}
+	localSpill := local + spillSuffix
+	var spills []spillSnapshot
+	if p.cache != nil {
+		for _, sp := range p.cache.spills {
+			snap, err := sp.linkSpill(localSpill)
+			if err != nil {
+				return nil, err
+			}
+			if len(snap.Files) > 0 {
+				spills = append(spills, snap)
+			}
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
@@ -156,6 +177,7 @@ func (p *pebbleStore[K]) snapshotIncremental(files SnapshotFiles) (func(context.
 	}
 	return func(ctx context.Context) ([]byte, error) {
 		defer os.RemoveAll(local)
+		defer os.RemoveAll(localSpill)
 		entries, err := os.ReadDir(local)
 		if err != nil {
 			return nil, fmt.Errorf("state: %w", err)
@@ -204,6 +226,26 @@ func (p *pebbleStore[K]) snapshotIncremental(files SnapshotFiles) (func(context.
 			live[e.Name()] = handle
 			snap.Shared = append(snap.Shared, sharedFile{File: e.Name(), Handle: handle, Size: info.Size()})
 		}
+		for i := range spills {
+			for j := range spills[i].Files {
+				f := &spills[i].Files[j]
+				inc.mu.Lock()
+				handle, ok := inc.handles[f.File]
+				inc.mu.Unlock()
+				if !ok || !files.Reuse(handle) {
+					if err := ctx.Err(); err != nil {
+						return nil, err
+					}
+					handle, err = files.Upload(ctx, filepath.Join(localSpill, f.File), instance+"-"+f.File)
+					if err != nil {
+						return nil, fmt.Errorf("state: upload %s: %w", f.File, err)
+					}
+				}
+				live[f.File] = handle
+				f.Handle = handle
+			}
+		}
+		snap.Spill = spills
 		data, err := json.Marshal(&snap)
 		if err != nil {
 			return nil, fmt.Errorf("state: encode snapshot manifest: %w", err)
@@ -262,6 +304,17 @@ func (s *incrementalSnapshot) check() error {
 		}
 		files[name] = true
 	}
+	for _, sp := range s.Spill {
+		if !names[sp.State] {
+			return fmt.Errorf("spill of unknown state %q", sp.State)
+		}
+		for _, f := range sp.Files {
+			if !storeFileName(f.File) || f.Handle == "" || f.Size < 0 || f.From < 0 || f.From > f.Size || files[f.File] {
+				return fmt.Errorf("bad spill file %q (handle %q, %d bytes from %d)", f.File, f.Handle, f.Size, f.From)
+			}
+			files[f.File] = true
+		}
+	}
 	return nil
 }
 
@@ -289,7 +342,22 @@ func fetchIncremental(snap *incrementalSnapshot, files RestoreFiles, dir string)
 			return fmt.Errorf("state: fetch %s: %w", f.Handle, err)
 		}
 	}
-	return nil
+	if len(snap.Spill) == 0 {
+		return nil
+	}
+	spillDir := dir + spillSuffix
+	defer os.RemoveAll(spillDir)
+	if err := os.MkdirAll(spillDir, 0o755); err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	for _, sp := range snap.Spill {
+		for _, f := range sp.Files {
+			if err := files.Download(context.Background(), f.Handle, filepath.Join(spillDir, f.File)); err != nil {
+				return fmt.Errorf("state: fetch %s: %w", f.Handle, err)
+			}
+		}
+	}
+	return applySpills(dir, spillDir, snap.Spill)
 }
 
 // restoreIncremental loads an incremental snapshot. An empty Pebble store

@@ -492,3 +492,109 @@ func (s *timeSpill) closeAll() error {
 	s.reset()
 	return err
 }
+
+// spillSnapshot is a time map's spill in an incremental snapshot: its
+// files, each from its cursor on, and its stale keys. A restore writes
+// their current records into the store.
+type spillSnapshot struct {
+	State string
+	Files []spillFile
+	Stale []staleKey `json:",omitempty"`
+}
+
+type spillFile struct {
+	File   string // name in the snapshot's local directory
+	Handle string `json:",omitempty"`
+	Seq    uint64
+	From   int64 // the first unread record
+	Size   int64
+}
+
+type staleKey struct {
+	Key []byte
+	Seq uint64 // the copies in files up to Seq are stale
+}
+
+// link hard-links the spill's files into dir and returns what a restore
+// needs of them.
+func (s *timeSpill) link(dir string) (spillSnapshot, error) {
+	snap := spillSnapshot{State: s.name}
+	if s.empty() {
+		return snap, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return snap, err
+	}
+	for _, g := range s.segments {
+		// The names of a store's spill files never repeat (state name,
+		// then the spill's sequence): a name uploaded once is that file.
+		name := "spill-" + filepath.Base(g.path)
+		if err := os.Link(g.path, filepath.Join(dir, name)); err != nil {
+			return snap, fmt.Errorf("state %q: link spill file: %w", s.name, err)
+		}
+		snap.Files = append(snap.Files, spillFile{File: name, Seq: g.seq, From: g.off, Size: g.size})
+	}
+	for k, seq := range s.taken {
+		snap.Stale = append(snap.Stale, staleKey{Key: []byte(k), Seq: seq})
+	}
+	return snap, nil
+}
+
+// restoreSpill writes the current records of a snapshot's spill files,
+// found in dir, into batch.
+func restoreSpill(dir string, snap spillSnapshot, batch *pebble.Batch) error {
+	stale := make(map[string]uint64, len(snap.Stale))
+	for _, k := range snap.Stale {
+		stale[string(k.Key)] = k.Seq
+	}
+	for _, f := range snap.Files {
+		data, err := os.ReadFile(filepath.Join(dir, f.File))
+		if err != nil {
+			return fmt.Errorf("state %q: restore spill: %w", snap.State, err)
+		}
+		if int64(len(data)) != f.Size || f.From < 0 || f.From > f.Size {
+			return fmt.Errorf("state %q: spill file %s holds %d bytes, the snapshot says %d from %d", snap.State, f.File, len(data), f.Size, f.From)
+		}
+		for pos := f.From; pos < f.Size; {
+			k, n, err := spillField(data[pos:])
+			if err != nil {
+				return fmt.Errorf("state %q: spill file %s at %d: %w", snap.State, f.File, pos, err)
+			}
+			v, m, err := spillField(data[pos+int64(n):])
+			if err != nil {
+				return fmt.Errorf("state %q: spill file %s at %d: %w", snap.State, f.File, pos, err)
+			}
+			pos += int64(n + m)
+			if seq, ok := stale[string(k)]; ok && seq >= f.Seq {
+				continue
+			}
+			if err := batch.Set(k, v, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// applySpills writes the current records of an incremental snapshot's
+// spill files, downloaded into spillDir, into its store in dir.
+func applySpills(dir, spillDir string, spills []spillSnapshot) error {
+	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}, Merger: listMerger, DisableWAL: true})
+	if err != nil {
+		return fmt.Errorf("state: open restored store: %w", err)
+	}
+	batch := db.NewBatch()
+	err = func() error {
+		for _, sp := range spills {
+			if err := restoreSpill(spillDir, sp, batch); err != nil {
+				return err
+			}
+		}
+		if err := batch.Commit(pebble.NoSync); err != nil {
+			return err
+		}
+		return db.Flush()
+	}()
+	batch.Close()
+	return errors.Join(err, db.Close())
+}

@@ -407,6 +407,10 @@ func (s *pMap[K, MK, MV]) seal(batch *pebble.Batch) error {
 
 func (s *pMap[K, MK, MV]) closeSpill() error { return s.spill.closeAll() }
 
+func (s *pMap[K, MK, MV]) linkSpill(dir string) (spillSnapshot, error) {
+	return s.spill.link(dir)
+}
+
 // migrate writes what the spill holds into the store.
 func (s *pMap[K, MK, MV]) migrate(batch *pebble.Batch) error {
 	if s.spill.empty() {

@@ -153,15 +153,31 @@ func TestTimeMapMatchesAMap(t *testing.T) {
 					t.Fatal("no spill files before the snapshot")
 				}
 			}
+			// The incremental snapshot first: the full one writes the
+			// spill into the store.
+			files := &dirFiles{dir: t.TempDir(), job: "j"}
+			snaps := map[string][]byte{}
+			if r.b.p != nil {
+				spilled := spilledFiles(t, r.b)
+				inc := snapshotInc(t, r.b, files)
+				snaps["incremental"] = inc
+				if r.b.p.cache != nil && r.b.p.cache.spillMin == 1 {
+					// The spill's files go into the snapshot as
+					// they are, and stay.
+					parsed, _, err := parseIncremental(inc)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(parsed.Spill) == 0 || spilledFiles(t, r.b) != spilled {
+						t.Fatalf("%d spill files before the incremental snapshot, %d after, %d spills in it", spilled, spilledFiles(t, r.b), len(parsed.Spill))
+					}
+				}
+			}
 			full, err := r.b.Snapshot()
 			if err != nil {
 				t.Fatal(err)
 			}
-			files := &dirFiles{dir: t.TempDir(), job: "j"}
-			snaps := map[string][]byte{"full": full}
-			if r.b.p != nil {
-				snaps["incremental"] = snapshotInc(t, r.b, files)
-			}
+			snaps["full"] = full
 			for snapName, snap := range snaps {
 				for into, restore := range backends {
 					t.Run(snapName+"-into-"+into, func(t *testing.T) {
