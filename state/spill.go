@@ -26,9 +26,12 @@ import (
 // its time there). A spilled entry is written once, sequentially, and
 // read once, sequentially.
 //
-// The spill is not part of any snapshot: the synchronous part of a
-// snapshot writes what it holds into the store (stateCache.flush), and
-// a restore starts without one. Between snapshots a key's current value
+// An incremental snapshot takes the spill's files as they are (link,
+// with their cursors and the stale keys); a full one, like any other
+// write-back of the whole cache, writes what the spill holds into the
+// store (stateCache.flush). A restore writes the files' current records
+// into the restored store (applySpills) and starts without a spill.
+// Between snapshots a key's current value
 // is in one place: the cache if it holds the key; else the spill if it
 // holds the key unread (after its cursor, not taken); else the store.
 // Only keys the store never held are spilled, and a spilled entry leaves
