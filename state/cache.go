@@ -357,11 +357,11 @@ func (c *stateCache) remove(e *cacheEntry) {
 
 // flush writes back every dirty entry, which stays cached, and what the
 // spills hold.
-func (c *stateCache) flush() error { return c.writeBack(true) }
+func (c *stateCache) flush() error { return c.flushEntries(true) }
 
-// writeBack writes back every dirty entry, which stays cached, and, with
+// flushEntries writes back every dirty entry, which stays cached, and, with
 // spills, what the spills hold.
-func (c *stateCache) writeBack(spills bool) error {
+func (c *stateCache) flushEntries(spills bool) error {
 	batch := c.db.NewBatch()
 	defer batch.Close()
 	for _, e := range c.dirty {

@@ -144,7 +144,7 @@ func (p *pebbleStore[K]) snapshotIncremental(files SnapshotFiles) (func(context.
 	// The spills' files go into the snapshot as they are: only the
 	// cache's changes are written back.
 	if p.cache != nil {
-		if err := p.cache.writeBack(false); err != nil {
+		if err := p.cache.flushEntries(false); err != nil {
 			return nil, err
 		}
 	}
