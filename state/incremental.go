@@ -40,6 +40,11 @@ type RestoreFiles interface {
 // Pebble store's files rather than its entries.
 const incrementalMagic = "weir-pebble-incremental-1\n"
 
+// incrementalSpillMagic starts a manifest that lists spill files: a
+// version that does not know them must refuse it rather than restore the
+// store without them.
+const incrementalSpillMagic = "weir-pebble-incremental-2\n"
+
 // checkpointsSuffix names the directory, next to a store, where its local
 // checkpoints (hard links) wait for upload.
 const checkpointsSuffix = "-checkpoints"
@@ -250,16 +255,25 @@ func (p *pebbleStore[K]) snapshotIncremental(files SnapshotFiles) (func(context.
 		if err != nil {
 			return nil, fmt.Errorf("state: encode snapshot manifest: %w", err)
 		}
+		if len(snap.Spill) > 0 {
+			return append([]byte(incrementalSpillMagic), data...), nil
+		}
 		return append([]byte(incrementalMagic), data...), nil
 	}, nil
 }
 
 func parseIncremental(data []byte) (*incrementalSnapshot, bool, error) {
-	if !bytes.HasPrefix(data, []byte(incrementalMagic)) {
+	var magic string
+	switch {
+	case bytes.HasPrefix(data, []byte(incrementalMagic)):
+		magic = incrementalMagic
+	case bytes.HasPrefix(data, []byte(incrementalSpillMagic)):
+		magic = incrementalSpillMagic
+	default:
 		return nil, false, nil
 	}
 	var snap incrementalSnapshot
-	if err := json.Unmarshal(data[len(incrementalMagic):], &snap); err != nil {
+	if err := json.Unmarshal(data[len(magic):], &snap); err != nil {
 		return nil, true, fmt.Errorf("state: decode incremental snapshot: %w", err)
 	}
 	if err := snap.check(); err != nil {

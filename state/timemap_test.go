@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -167,6 +168,9 @@ func TestTimeMapMatchesAMap(t *testing.T) {
 					parsed, _, err := parseIncremental(inc)
 					if err != nil {
 						t.Fatal(err)
+					}
+					if !strings.HasPrefix(string(inc), incrementalSpillMagic) {
+						t.Fatalf("a manifest with spill files starts %.26q", inc)
 					}
 					if len(parsed.Spill) == 0 || spilledFiles(t, r.b) != spilled {
 						t.Fatalf("%d spill files before the incremental snapshot, %d after, %d spills in it", spilled, spilledFiles(t, r.b), len(parsed.Spill))
