@@ -302,7 +302,8 @@ var (
 	PebbleStateCacheSize = memoryOption("state.backend.pebble.cache-size", 64<<20, 0,
 		"Cache of decoded state values in front of each pebble store (one per keyed operator subtask): values, "+
 			"whole lists and map entries are read once, then read and changed in memory, "+
-			"written back to the store in batches when evicted (least recently used first; of a time map's entries waiting for the watermark, those it reaches last) and at every "+
+			"written back to the store in batches when evicted (least recently used first; of a time map's entries waiting for the watermark, those it reaches last, "+
+			"which go to spill files next to the store instead) and at every "+
 			"checkpoint. 0 turns it off: every state access is a store read or write.")
 
 	ManagedMemorySize = memoryOption("taskmanager.memory.managed.size", 256<<20, 1<<20,
