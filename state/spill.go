@@ -403,20 +403,30 @@ func (g *spillSegment) find(key []byte) (off int64, val []byte, found bool, err 
 		return 0, nil, false, fmt.Errorf("spill segment %s at %d: %w", g.path, start, err)
 	}
 	for pos := 0; pos < len(block); {
-		k, n, err := spillField(block[pos:])
-		if err != nil {
-			return 0, nil, false, fmt.Errorf("spill segment %s at %d: %w", g.path, start+int64(pos), err)
-		}
-		v, m, err := spillField(block[pos+n:])
+		k, v, n, err := spillRecordAt(block[pos:])
 		if err != nil {
 			return 0, nil, false, fmt.Errorf("spill segment %s at %d: %w", g.path, start+int64(pos), err)
 		}
 		if bytes.Equal(k, key) {
 			return start + int64(pos), v, true, nil
 		}
-		pos += n + m
+		pos += n
 	}
 	return 0, nil, false, nil
+}
+
+// spillRecordAt decodes the record that b starts with: its key, its
+// value and its length.
+func spillRecordAt(b []byte) (key, val []byte, n int, err error) {
+	key, k, err := spillField(b)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	val, v, err := spillField(b[k:])
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return key, val, k + v, nil
 }
 
 func spillField(b []byte) ([]byte, int, error) {
@@ -559,15 +569,11 @@ func restoreSpill(dir string, snap spillSnapshot, batch *pebble.Batch) error {
 			return fmt.Errorf("state %q: spill file %s holds %d bytes, the snapshot says %d from %d", snap.State, f.File, len(data), f.Size, f.From)
 		}
 		for pos := f.From; pos < f.Size; {
-			k, n, err := spillField(data[pos:])
+			k, v, n, err := spillRecordAt(data[pos:])
 			if err != nil {
 				return fmt.Errorf("state %q: spill file %s at %d: %w", snap.State, f.File, pos, err)
 			}
-			v, m, err := spillField(data[pos+int64(n):])
-			if err != nil {
-				return fmt.Errorf("state %q: spill file %s at %d: %w", snap.State, f.File, pos, err)
-			}
-			pos += int64(n + m)
+			pos += int64(n)
 			if seq, ok := stale[string(k)]; ok && seq >= f.Seq {
 				continue
 			}
