@@ -117,11 +117,14 @@ func (g *InputGate[T]) MaxBuffered() int64 { return g.maxBuffered.Load() }
 // Recycle returns a processed buffer's credit to its producer and the
 // buffer to the pool.
 func (g *InputGate[T]) Recycle(b *Buffer[T]) {
-	if b.credit != nil {
-		<-b.credit
-	}
+	// The count goes down before the credit goes back: the other way
+	// round, the producer could send on the returned credit first, and the
+	// count would show one buffer more than the credits allow.
 	if n := len(b.Records); n > 0 {
 		g.buffered.Add(-int64(n))
+	}
+	if b.credit != nil {
+		<-b.credit
 	}
 	b.reset()
 	g.pool.Put(b)
