@@ -512,7 +512,7 @@ func (w *writer[T]) Close() error {
 	w.closed = true
 	var err error
 	if w.xa != nil {
-		err = w.xaAbortLocked()
+		err = errors.Join(w.xaAbortLocked(), w.releaseHeldLocked(w.db))
 	}
 	if w.db != nil {
 		err = errors.Join(err, w.db.Close())

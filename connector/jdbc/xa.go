@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,12 +19,26 @@ const xaFormatID = 0x57454952
 // between two checkpoints go into one XA transaction on a connection of
 // its own; at the checkpoint barrier the transaction is ended and
 // prepared (PrepareCommit), and when the checkpoint completes it is
-// committed (Commit). A prepared transaction survives the connection and
+// committed (Commit), on the connection that prepared it while the writer
+// still holds that. A prepared transaction survives the connection and
 // the job: after a failure, the job commits the transactions of the
 // checkpoint it resumes from, and the writer rolls back, before it starts
 // its first transaction, every other prepared transaction of its SinkID
 // and subtask that XA RECOVER lists (those of checkpoints that never
 // completed).
+//
+// Why the connection is held: when a connection with a prepared
+// transaction closes, MariaDB (10.5 and later) first makes the transaction
+// available to other connections and only then detaches it from the
+// closing session inside InnoDB. An XA COMMIT from another connection in
+// that window is answered OK while InnoDB commits nothing (the server
+// ignores the engine's "unknown XID"), and the transaction is gone from
+// XA RECOVER: its rows are lost without an error. So a commit never runs
+// from another connection while the server may still be closing the
+// preparing one: the writer commits on the preparing connection itself,
+// and where it had to close one (Close, Abort, too many checkpoints
+// pending, a failed commit) it waits until the server has finished
+// with that session before anyone commits from elsewhere.
 type XAWriter[T any] struct{ *writer[T] }
 
 // xaState is the XA transaction of a writer.
@@ -31,10 +46,34 @@ type xaState struct {
 	nonce     string    // this writer's, in its transaction IDs
 	seq       int       // transactions this writer started
 	conn      *sql.Conn // the open transaction's connection, or nil
+	thread    int64     // the server's ID of conn's session
 	xid       xid
 	rows      int  // statements written into the open transaction
 	recovered bool // the stray transactions were rolled back
+	// held are the prepared transactions not committed yet, oldest
+	// first, each still on the connection that prepared it.
+	held []heldTx
+	// closing are server sessions this writer closed with a prepared
+	// transaction in them, which the server may still be detaching.
+	closing []int64
 }
+
+// heldTx is a prepared transaction and the connection that prepared it.
+type heldTx struct {
+	xid    xid
+	conn   *sql.Conn
+	thread int64
+}
+
+// maxHeld bounds the connections a writer holds for prepared
+// transactions whose checkpoints have not completed yet; past it the
+// oldest is closed, and its transaction is committed from another
+// connection once its session has ended.
+const maxHeld = 4
+
+// sessionEndWait bounds how long the writer waits for the server to end
+// a session it closed.
+const sessionEndWait = 10 * time.Second
 
 // xid is an XA transaction ID of the sink. Its gtrid says whose it is:
 // w<sinkHash>.<subtask>.<nonce>.<seq>; the bqual is empty.
@@ -80,13 +119,18 @@ func (w *writer[T]) beginLocked() error {
 		if err != nil {
 			return err
 		}
+		var thread int64
+		if err := conn.QueryRowContext(w.ctx, "SELECT CONNECTION_ID()").Scan(&thread); err != nil {
+			discard(conn)
+			return fmt.Errorf("CONNECTION_ID(): %w", err)
+		}
 		x.seq++
 		id := xid{sinkHash: w.s.sinkHash, subtask: w.sc.Subtask, nonce: x.nonce, seq: x.seq}
 		if _, err := conn.ExecContext(w.ctx, "XA START "+id.sql()); err != nil {
 			discard(conn)
 			return fmt.Errorf("XA START: %w", err)
 		}
-		x.conn, x.xid, x.rows = conn, id, 0
+		x.conn, x.thread, x.xid, x.rows = conn, thread, id, 0
 		return nil
 	})
 }
@@ -150,14 +194,81 @@ func (w *XAWriter[T]) PrepareCommit(checkpointID int64) ([]byte, error) {
 	}
 	conn, id := x.conn, x.xid
 	x.conn = nil
-	defer discard(conn)
 	if _, err := conn.ExecContext(w.ctx, "XA END "+id.sql()); err != nil {
+		discard(conn)
 		return nil, fmt.Errorf("jdbc: XA END of checkpoint %d's transaction %s: %w", checkpointID, id.gtrid(), err)
 	}
 	if _, err := conn.ExecContext(w.ctx, "XA PREPARE "+id.sql()); err != nil {
+		// Whether the server prepared it is unknown: its session is
+		// one to wait for before committing from elsewhere.
+		w.closeSessionLocked(conn, x.thread)
 		return nil, fmt.Errorf("jdbc: XA PREPARE of checkpoint %d's transaction %s: %w", checkpointID, id.gtrid(), err)
 	}
+	x.held = append(x.held, heldTx{xid: id, conn: conn, thread: x.thread})
+	if len(x.held) > maxHeld {
+		w.closeSessionLocked(x.held[0].conn, x.held[0].thread)
+		x.held = slices.Delete(x.held, 0, 1)
+	}
 	return []byte(id.gtrid()), nil
+}
+
+// closeSessionLocked closes a connection that may hold a prepared
+// transaction and notes its session, which must have ended before a
+// commit from another connection.
+func (w *writer[T]) closeSessionLocked(conn *sql.Conn, thread int64) {
+	discard(conn)
+	w.xa.closing = append(w.xa.closing, thread)
+}
+
+// awaitSessionsEnd waits until the server lists none of the sessions the
+// writer closed with prepared transactions in them (see XAWriter). A
+// session's end is the last thing the server does with it; a session ID
+// still listed after sessionEndWait (the server restarted and gave it to
+// another connection) is waited for no longer.
+func (w *writer[T]) awaitSessionsEnd(db *sql.DB) error {
+	ctx := context.Background()
+	deadline := time.Now().Add(sessionEndWait)
+	for len(w.xa.closing) > 0 {
+		var n int
+		err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", w.xa.closing[0]).Scan(&n)
+		if err != nil {
+			return fmt.Errorf("jdbc: waiting for session %d to end: %w", w.xa.closing[0], err)
+		}
+		if n == 0 || time.Now().After(deadline) {
+			w.xa.closing = w.xa.closing[1:]
+			continue
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	w.xa.closing = nil
+	return nil
+}
+
+// releaseHeldLocked closes the connections of all held transactions and
+// waits until their sessions ended, so that whoever commits them next,
+// from any connection, finds them detached. db may be nil when the
+// writer never opened one.
+func (w *writer[T]) releaseHeldLocked(db *sql.DB) error {
+	for _, h := range w.xa.held {
+		w.closeSessionLocked(h.conn, h.thread)
+	}
+	w.xa.held = nil
+	if db == nil {
+		return nil
+	}
+	return w.awaitSessionsEnd(db)
+}
+
+// takeHeld removes and returns the held transaction id, if the writer
+// holds it.
+func (w *writer[T]) takeHeld(id xid) (heldTx, bool) {
+	for i, h := range w.xa.held {
+		if h.xid == id {
+			w.xa.held = slices.Delete(w.xa.held, i, i+1)
+			return h, true
+		}
+	}
+	return heldTx{}, false
 }
 
 // Commit commits prepared transactions. A transaction the server does
@@ -169,15 +280,6 @@ func (w *XAWriter[T]) Commit(committables [][]byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	db := w.db
-	if db == nil {
-		// On recovery, before the first write, and after Close at the
-		// end of the job.
-		var err error
-		if db, err = w.s.openDB(); err != nil {
-			return err
-		}
-		defer db.Close()
-	}
 	for _, c := range committables {
 		if len(c) == 0 {
 			continue
@@ -185,6 +287,28 @@ func (w *XAWriter[T]) Commit(committables [][]byte) error {
 		id, ok := parseXID(xaFormatID, string(c))
 		if !ok {
 			return fmt.Errorf("jdbc: %q in the checkpoint is not a transaction ID of this sink", c)
+		}
+		if h, ok := w.takeHeld(id); ok {
+			_, err := h.conn.ExecContext(context.Background(), "XA COMMIT "+id.sql())
+			if err == nil {
+				discard(h.conn)
+				continue
+			}
+			// Committed or not, the server has it: find out from
+			// another connection once this session has ended.
+			w.closeSessionLocked(h.conn, h.thread)
+		}
+		if db == nil {
+			// On recovery, before the first write, and after Close at
+			// the end of the job.
+			var err error
+			if db, err = w.s.openDB(); err != nil {
+				return err
+			}
+			defer db.Close()
+		}
+		if err := w.awaitSessionsEnd(db); err != nil {
+			return err
 		}
 		if err := w.finish(db, "COMMIT", id); err != nil {
 			return err

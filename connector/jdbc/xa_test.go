@@ -50,6 +50,32 @@ func prepared(t *testing.T, db *sql.DB) []string {
 	return out
 }
 
+// heldSessions lists the server sessions of the writer's prepared
+// transactions.
+func heldSessions(w *XAWriter[kv]) []int64 {
+	var ids []int64
+	for _, h := range w.xa.held {
+		ids = append(ids, h.thread)
+	}
+	return ids
+}
+
+// sessionsListed returns those of the sessions the server lists.
+func sessionsListed(t *testing.T, db *sql.DB, ids []int64) []int64 {
+	t.Helper()
+	var out []int64
+	for _, id := range ids {
+		var n int
+		if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // TestXACommit: rows are invisible until their checkpoint's transaction
 // commits, a commit may repeat, and a checkpoint without rows prepares
 // nothing.
@@ -68,6 +94,11 @@ func TestXACommit(t *testing.T) {
 	if got := prepared(t, db); !slices.Equal(got, []string{string(c1), string(c2)}) {
 		t.Fatalf("prepared %q, want %q and %q", got, c1, c2)
 	}
+	// Both stay on the sessions that prepared them (see XAWriter).
+	held := heldSessions(w)
+	if len(held) != 2 || len(sessionsListed(t, db, held)) != 2 {
+		t.Fatalf("the writer holds sessions %v, the server lists %v of them, want both prepared transactions' sessions open", held, sessionsListed(t, db, held))
+	}
 	if err := w.Commit([][]byte{c1}); err != nil {
 		t.Fatal(err)
 	}
@@ -79,10 +110,18 @@ func TestXACommit(t *testing.T) {
 	if got := prepared(t, db); len(got) != 0 {
 		t.Fatalf("still prepared: %q", got)
 	}
-	// After Close, as at the end of a job, Commit still works.
+	// After Close, as at the end of a job, Commit still works: Close
+	// returns once the server ended the session that prepared it.
 	c4 := prepare(t, w, 4, kv{"g", 1})
+	held = heldSessions(w)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if len(held) != 1 {
+		t.Fatalf("the writer holds sessions %v, want checkpoint 4's", held)
+	}
+	if open := sessionsListed(t, db, held); len(open) > 0 {
+		t.Fatalf("after Close the server still lists session %v", open)
 	}
 	if err := w.Commit([][]byte{c4}); err != nil {
 		t.Fatal(err)
@@ -162,6 +201,10 @@ func TestXARecoverRescaled(t *testing.T) {
 	for sub := range 3 {
 		w := xaWriter(t, dsn, "job", sub, 3)
 		strays = append(strays, string(prepare(t, w, 5, kv{fmt.Sprint(sub), 1})))
+		// The job fails: its writers are gone.
+		if err := w.Abort(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	w1 := xaWriter(t, dsn, "job", 1, 2)
 	prepare(t, w1, 5)
@@ -201,5 +244,34 @@ func TestXALostConnection(t *testing.T) {
 	expect(t, contents(t, db, ""))
 	if got := prepared(t, db); len(got) != 0 {
 		t.Fatalf("prepared: %q", got)
+	}
+}
+
+// TestXAManyPendingCheckpoints: with more checkpoints pending than the
+// writer holds connections for, the oldest transactions are committed
+// from another connection, after their sessions ended, and none is lost.
+func TestXAManyPendingCheckpoints(t *testing.T) {
+	dsn, db := setup(t, "")
+	w := xaWriter(t, dsn, "job", 0, 1)
+	var commits [][]byte
+	var want []string
+	for i := range maxHeld + 3 {
+		k := fmt.Sprintf("k%d", i)
+		commits = append(commits, prepare(t, w, int64(i+1), kv{k, 1}))
+		want = append(want, k+"=1")
+	}
+	if len(w.xa.held) != maxHeld {
+		t.Fatalf("the writer holds %d connections, want %d", len(w.xa.held), maxHeld)
+	}
+	if got := prepared(t, db); len(got) != len(commits) {
+		t.Fatalf("prepared %q, want %d transactions", got, len(commits))
+	}
+	if err := w.Commit(commits); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(want)
+	expect(t, contents(t, db, ""), want...)
+	if got := prepared(t, db); len(got) != 0 {
+		t.Fatalf("still prepared: %q", got)
 	}
 }
