@@ -75,6 +75,10 @@ const maxHeld = 4
 // a session it closed.
 const sessionEndWait = 10 * time.Second
 
+// sessionEndPause follows a session's end, for the server to finish
+// releasing it (see awaitSessionsEnd).
+const sessionEndPause = 5 * time.Millisecond
+
 // xid is an XA transaction ID of the sink. Its gtrid says whose it is:
 // w<sinkHash>.<subtask>.<nonce>.<seq>; the bqual is empty.
 type xid struct {
@@ -221,11 +225,17 @@ func (w *writer[T]) closeSessionLocked(conn *sql.Conn, thread int64) {
 }
 
 // awaitSessionsEnd waits until the server lists none of the sessions the
-// writer closed with prepared transactions in them (see XAWriter). A
-// session's end is the last thing the server does with it; a session ID
-// still listed after sessionEndWait (the server restarted and gave it to
-// another connection) is waited for no longer.
+// writer closed with prepared transactions in them (see XAWriter). The
+// server unlists a session right before InnoDB lets go of its
+// transaction, with no waiting in between, so a short pause after the
+// last one covers that. A session ID still listed after sessionEndWait
+// (the server restarted and gave it to another connection) is waited for
+// no longer.
 func (w *writer[T]) awaitSessionsEnd(db *sql.DB) error {
+	if len(w.xa.closing) == 0 {
+		return nil
+	}
+	defer time.Sleep(sessionEndPause)
 	ctx := context.Background()
 	deadline := time.Now().Add(sessionEndWait)
 	for len(w.xa.closing) > 0 {
