@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -278,7 +279,10 @@ func (h *pHandle[K]) key() []byte {
 }
 
 func (h *pHandle[K]) fail(err error) {
-	panic(fmt.Errorf("state %q: %w", h.name, err))
+	if prefix := fmt.Sprintf("state %q: ", h.name); !strings.HasPrefix(err.Error(), prefix) {
+		err = fmt.Errorf("%s%w", prefix, err)
+	}
+	panic(err)
 }
 
 // getRaw calls fn with the stored value of key, if any, and reports

@@ -475,3 +475,33 @@ func TestTimeMapSpillsEntriesOfTimesToCome(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeMapSpillFailureSaysWhere: a spill file that cannot be written
+// fails the state access that evicted, naming the state and the path,
+// rather than dropping the evicted entries (the task then fails and the
+// job resumes from its last checkpoint).
+func TestTimeMapSpillFailureSaysWhere(t *testing.T) {
+	b := spillingAll(newPebbleCache(t, 64<<10))
+	tm := TimeMap[string](b, "waiting")
+	// A file where the spill's directory goes fails it as a disk that
+	// cannot take it would.
+	dir := b.p.dir + spillSuffix
+	if err := os.WriteFile(dir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	val := string(make([]byte, 200))
+	defer func() {
+		err, _ := recover().(error)
+		if err == nil || !strings.Contains(err.Error(), `state "waiting"`) || !strings.Contains(err.Error(), dir) {
+			t.Fatalf("got %v, want the state's name and %s", err, dir)
+		}
+		t.Log(err)
+	}()
+	for ts := range int64(40) {
+		for _, k := range testKeys(50) {
+			b.SetCurrentKey(k)
+			tm.Put(ts, k+val)
+		}
+	}
+	t.Fatal("entries 8 times the cache were evicted without a spill file")
+}
