@@ -596,9 +596,9 @@ func clusterFailover(t *testing.T, slots, p int) {
 	}
 	// The heartbeat timeout finds the lost TaskManager, unless the other
 	// worker noticed first: its control link or a data channel to the
-	// killed worker broke.
+	// killed worker broke, on either end (network.ErrPeerClosed).
 	lost := false
-	for _, why := range []string{"taskmanager " + killed + " was lost", "lost the leader worker", "went away before the end of partition"} {
+	for _, why := range []string{"taskmanager " + killed + " was lost", "lost the leader worker", "peer closed the channel mid-stream"} {
 		lost = lost || strings.Contains(d.Error, why)
 	}
 	if d.Checkpoints.Latest == "" || !lost {
