@@ -27,13 +27,7 @@ go build -o "$out/wordcount" ./examples/wordcount
 # round last about 30 s.
 lines=$((words / 10))
 rate=$((lines / 30))
-if [ ! -f "$out/words-$words.txt" ]; then
-	awk -v lines="$lines" 'BEGIN {
-		srand(7)
-		for (i = 0; i < 5000; i++) { w = ""; n = 3 + int(rand() * 7); for (j = 0; j < n; j++) w = w sprintf("%c", 97 + int(rand() * 26)); vocab[i] = w }
-		for (l = 0; l < lines; l++) { s = vocab[int(rand() * 5000)]; for (k = 1; k < 10; k++) s = s " " vocab[int(rand() * 5000)]; print s }
-	}' > "$out/words-$words.txt"
-fi
+[ -f "$out/words-$words.txt" ] || bench/verify/words.sh "$words" "$out/words-$words.txt"
 status=0
 scenarios=${SCENARIOS:-kill stop mix ha}
 for scenario in $scenarios; do

@@ -28,7 +28,9 @@ same program commits. Rounds repeat until --duration has passed or
 
 The program's arguments must contain {output}, replaced in each run by the
 directory its sink commits to (part files, read as lines), and may contain
-{checkpoints}, replaced by a fresh checkpoint directory. Give the program
+{checkpoints}, replaced by a fresh checkpoint directory, and {run}, the
+run's name (reference, round_1, ...). For a sink that commits to a
+database, bench/verify/jdbc.sh reads each run's table instead. Give the program
 a restart strategy that outlasts the faults (-D restart-strategy.type=...).
 
 Faults (--faults, comma-separated):

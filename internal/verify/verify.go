@@ -78,7 +78,12 @@ var unsupported = map[string]string{
 type Options struct {
 	Weir    string   // the weir binary
 	Program string   // the job's executable
-	Args    []string // its arguments; {output} and {checkpoints} are replaced per round
+	Args    []string // its arguments; {output}, {run} and {checkpoints} are replaced per round
+	// Committed reads what the run named run ("reference", "round_1",
+	// ...) committed, as lines, for a sink that is not a directory of
+	// files (a database table named after {run}); nil reads the files
+	// under {output}.
+	Committed func(run string) ([]string, error)
 	// Defines are -D options of the job (restart strategy, checkpointing).
 	Defines      []string
 	Parallelism  int
@@ -245,8 +250,11 @@ func (o *Options) check() error {
 	case o.MinInterval <= 0 || o.MaxInterval < o.MinInterval:
 		return fmt.Errorf("verify: fault interval %v to %v", o.MinInterval, o.MaxInterval)
 	}
-	if !slices.Contains(o.Args, "{output}") {
+	if o.Committed == nil && !slices.Contains(o.Args, "{output}") {
 		return errors.New("verify: the program's arguments must contain {output}, the directory its sink commits to, so that each run gets its own")
+	}
+	if o.Committed != nil && !slices.ContainsFunc(o.Args, func(a string) bool { return strings.Contains(a, "{run}") }) {
+		return errors.New("verify: the program's arguments must contain {run}, to name the table each run commits to")
 	}
 	if len(o.Faults) == 0 {
 		return errors.New("verify: no fault kinds")
@@ -272,7 +280,7 @@ func (o *Options) logf(format string, args ...any) {
 // args returns the program's arguments for a run into dir, with its
 // checkpoints in chkDir.
 func (o *Options) args(dir, chkDir string) []string {
-	r := strings.NewReplacer("{output}", filepath.Join(dir, "output"), "{checkpoints}", chkDir)
+	r := strings.NewReplacer("{output}", filepath.Join(dir, "output"), "{run}", runName(dir), "{checkpoints}", chkDir)
 	out := make([]string, len(o.Args))
 	for i, a := range o.Args {
 		out[i] = r.Replace(a)
@@ -294,11 +302,21 @@ func (o *Options) reference(ctx context.Context) ([]string, error) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("verify: the failure-free reference run failed: %v\n%s", err, tail(out, 2000))
 	}
-	return committed(filepath.Join(dir, "output"))
+	return o.committed(dir)
 }
 
-func committed(dir string) ([]string, error) {
-	lines, err := file.ReadLines(dir)
+// runName names the run in dir for {run}: a name a table may carry.
+func runName(dir string) string { return strings.ReplaceAll(filepath.Base(dir), "-", "_") }
+
+// committed returns, sorted, the lines the run in dir committed.
+func (o *Options) committed(dir string) ([]string, error) {
+	var lines []string
+	var err error
+	if o.Committed != nil {
+		lines, err = o.Committed(runName(dir))
+	} else {
+		lines, err = file.ReadLines(filepath.Join(dir, "output"))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -411,7 +429,7 @@ func (o *Options) round(ctx context.Context, c *localCluster, rng *rand.Rand, n 
 	} else if d.State != cluster.JobFinished {
 		r.Error = d.Error
 	}
-	got, err := committed(filepath.Join(dir, "output"))
+	got, err := o.committed(dir)
 	if err != nil {
 		r.Error = strings.TrimSpace(r.Error + "; reading the output: " + err.Error())
 	}

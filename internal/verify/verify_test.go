@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -40,6 +41,9 @@ func TestOptionsRefuseWhatCannotWork(t *testing.T) {
 		change func(*Options)
 	}{
 		{"no output placeholder", func(o *Options) { o.Args = []string{"--output", "out"} }},
+		{"a table sink without a run placeholder", func(o *Options) {
+			o.Committed = func(string) ([]string, error) { return nil, nil }
+		}},
 		{"unknown kind", func(o *Options) { o.Faults = []string{"meteor"} }},
 		{"no kinds", func(o *Options) { o.Faults = nil }},
 		{"stop shorter than the heartbeat timeout", func(o *Options) {
@@ -59,6 +63,20 @@ func TestOptionsRefuseWhatCannotWork(t *testing.T) {
 	o := base()
 	if err := o.check(); err != nil {
 		t.Errorf("valid options refused: %v", err)
+	}
+	// A sink that commits to a table per run names it after {run}.
+	o = base()
+	o.Args = []string{"--table", "words_{run}"}
+	var read []string
+	o.Committed = func(run string) ([]string, error) { read = append(read, run); return []string{"b", "a"}, nil }
+	if err := o.check(); err != nil {
+		t.Errorf("table sink refused: %v", err)
+	}
+	if got := o.args(filepath.Join(o.Dir, "round-3"), "chk"); got[1] != "words_round_3" {
+		t.Errorf("args = %q, want the table words_round_3", got)
+	}
+	if got, err := o.committed(filepath.Join(o.Dir, "round-3")); err != nil || !slices.Equal(got, []string{"a", "b"}) || !slices.Equal(read, []string{"round_3"}) {
+		t.Errorf("committed = %q, %v after reading %q; want a, b sorted from round_3", got, err, read)
 	}
 }
 
