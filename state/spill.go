@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 )
 
 // A time map's spill holds the entries of times to come that the cache
@@ -588,7 +589,11 @@ func restoreSpill(dir string, snap spillSnapshot, batch *pebble.Batch) error {
 // applySpills writes the current records of an incremental snapshot's
 // spill files, downloaded into spillDir, into its store in dir.
 func applySpills(dir, spillDir string, spills []spillSnapshot) error {
-	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}, Merger: listMerger, DisableWAL: true})
+	opts := &pebble.Options{Logger: quietLogger{}, Merger: listMerger, DisableWAL: true}
+	// The records become an SST of the store, which an adopting store
+	// keeps: with the Bloom filters its own SSTs have (NewPebbleBackend).
+	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return fmt.Errorf("state: open restored store: %w", err)
 	}
