@@ -372,12 +372,11 @@ func (c *stateCache) flushEntries(spills bool) error {
 	}
 	clear(c.dirty)
 	c.dirty = c.dirty[:0]
-	for _, s := range c.spills {
-		if !spills {
-			break
-		}
-		if err := s.migrate(batch); err != nil {
-			return fmt.Errorf("state: write back spilled state: %w", err)
+	if spills {
+		for _, s := range c.spills {
+			if err := s.migrate(batch); err != nil {
+				return fmt.Errorf("state: write back spilled state: %w", err)
+			}
 		}
 	}
 	if batch.Empty() {

@@ -202,6 +202,25 @@ func (p *pebbleStore[K]) snapshotIncremental(files SnapshotFiles) (func(context.
 			}
 			inc.mu.Unlock()
 		}()
+		// share uploads a file of the store unless an earlier snapshot
+		// uploaded it and its handle is still good.
+		share := func(path, name string) (string, error) {
+			inc.mu.Lock()
+			handle, ok := inc.handles[name]
+			inc.mu.Unlock()
+			if !ok || !files.Reuse(handle) {
+				if err := ctx.Err(); err != nil {
+					return "", err
+				}
+				uploaded, err := files.Upload(ctx, path, instance+"-"+name)
+				if err != nil {
+					return "", fmt.Errorf("state: upload %s: %w", name, err)
+				}
+				handle = uploaded
+			}
+			live[name] = handle
+			return handle, nil
+		}
 		for _, e := range entries {
 			path := filepath.Join(local, e.Name())
 			if !strings.HasSuffix(e.Name(), ".sst") {
@@ -216,38 +235,18 @@ func (p *pebbleStore[K]) snapshotIncremental(files SnapshotFiles) (func(context.
 			if err != nil {
 				return nil, fmt.Errorf("state: %w", err)
 			}
-			inc.mu.Lock()
-			handle, ok := inc.handles[e.Name()]
-			inc.mu.Unlock()
-			if !ok || !files.Reuse(handle) {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				handle, err = files.Upload(ctx, path, instance+"-"+e.Name())
-				if err != nil {
-					return nil, fmt.Errorf("state: upload %s: %w", e.Name(), err)
-				}
+			handle, err := share(path, e.Name())
+			if err != nil {
+				return nil, err
 			}
-			live[e.Name()] = handle
 			snap.Shared = append(snap.Shared, sharedFile{File: e.Name(), Handle: handle, Size: info.Size()})
 		}
 		for i := range spills {
 			for j := range spills[i].Files {
 				f := &spills[i].Files[j]
-				inc.mu.Lock()
-				handle, ok := inc.handles[f.File]
-				inc.mu.Unlock()
-				if !ok || !files.Reuse(handle) {
-					if err := ctx.Err(); err != nil {
-						return nil, err
-					}
-					handle, err = files.Upload(ctx, filepath.Join(localSpill, f.File), instance+"-"+f.File)
-					if err != nil {
-						return nil, fmt.Errorf("state: upload %s: %w", f.File, err)
-					}
+				if f.Handle, err = share(filepath.Join(localSpill, f.File), f.File); err != nil {
+					return nil, err
 				}
-				live[f.File] = handle
-				f.Handle = handle
 			}
 		}
 		snap.Spill = spills

@@ -392,10 +392,11 @@ func (s *pMap[K, MK, MV]) seal(batch *pebble.Batch) error {
 	if n := len(sp.pending); n > 0 && n < s.p.cache.spillMin {
 		stats := &s.p.cache.stats
 		for _, r := range sp.pending {
-			if err := batch.Set([]byte(r.key), r.val, nil); err != nil {
+			key := []byte(r.key)
+			if err := batch.Set(key, r.val, nil); err != nil {
 				return err
 			}
-			s.p.cache.stored.add([]byte(r.key))
+			s.p.cache.stored.add(key)
 		}
 		stats.spilled -= int64(n)
 		stats.writeBacks += int64(n)
