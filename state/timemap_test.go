@@ -492,8 +492,8 @@ func TestTimeMapSpillFailureSaysWhere(t *testing.T) {
 	val := string(make([]byte, 200))
 	defer func() {
 		err, _ := recover().(error)
-		if err == nil || !strings.Contains(err.Error(), `state "waiting"`) || !strings.Contains(err.Error(), dir) {
-			t.Fatalf("got %v, want the state's name and %s", err, dir)
+		if err == nil || strings.Count(err.Error(), `state "waiting"`) != 1 || !strings.Contains(err.Error(), dir) {
+			t.Fatalf("got %v, want the state's name once and %s", err, dir)
 		}
 		t.Log(err)
 	}()
