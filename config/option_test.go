@@ -292,6 +292,7 @@ func TestCatalog(t *testing.T) {
 		"jobmanager.bind-host":                                             "127.0.0.1",
 		"rest.address":                                                     "127.0.0.1",
 		"rest.port":                                                        "8081",
+		"rest.allowed-hosts":                                               "",
 		"taskmanager.bind-host":                                            "127.0.0.1",
 		"taskmanager.memory.managed.size":                                  "256 mb",
 		"taskmanager.host":                                                 "",

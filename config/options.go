@@ -133,6 +133,13 @@ var (
 	RESTAddress = stringOption("rest.address", "127.0.0.1",
 		"Host of the JobManager's REST API, which the weir command line dials together with rest.port.")
 
+	RESTAllowedHosts = stringOption("rest.allowed-hosts", "",
+		"Comma-separated host names, besides its own, under which the JobManager's REST API and dashboard answer "+
+			"(the Host of a request). Its own are IP addresses, localhost, the machine's host name, rest.address, "+
+			"jobmanager.bind-host and jobmanager.rpc.address. Add the names of a proxy or a load balancer in front of it; "+
+			"* answers any name. A request for another name gets 421: a web page that reached the API under a name "+
+			"of its own (DNS rebinding) could otherwise act as the dashboard.")
+
 	RESTPort = intOption("rest.port", 8081, 0, 65535,
 		"Port of the JobManager's REST API. 0 picks a free port, which the JobManager prints.")
 
@@ -415,6 +422,7 @@ var catalog = []catalogOption{
 	PrometheusPort,
 	RESTAddress,
 	RESTPort,
+	RESTAllowedHosts,
 	TaskManagerBindHost,
 	TaskManagerHost,
 	TaskManagerRPCPort,

@@ -25,14 +25,15 @@ type browserPage struct {
 // openBrowser starts chromium with its profile under dir; its whole run
 // is bounded by timeout, so that a page that never shows what the test
 // waits for fails the test in time. The returned context ends with it.
-func openBrowser(t *testing.T, browser, dir, artifacts, prefix string, timeout time.Duration) (*browserPage, context.Context) {
+// Flags, if any, are added to chromium's command line.
+func openBrowser(t *testing.T, browser, dir, artifacts, prefix string, timeout time.Duration, flags ...chromedp.ExecAllocatorOption) (*browserPage, context.Context) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.UserDataDir(filepath.Join(dir, "chromium")), chromedp.WindowSize(1400, 900))
+		chromedp.UserDataDir(filepath.Join(dir, "chromium")), chromedp.WindowSize(1400, 900)}, flags...)...)
 	t.Cleanup(cancelAlloc)
 	bctx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
 	t.Cleanup(cancelBrowser)

@@ -65,6 +65,10 @@ type JobManagerOptions struct {
 	// which the JobManager serves its metrics too; "" = only on the REST
 	// port.
 	PrometheusPort string
+	// AllowedHosts are names under which the REST API answers besides
+	// its own (rest.address, rest.allowed-hosts; "*" = any): see
+	// newHostGuard.
+	AllowedHosts []string
 }
 
 func (o *JobManagerOptions) validate() error {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/weirproject/weir/config"
 )
@@ -39,7 +40,21 @@ func JobManagerOptionsFrom(cfg *config.Configuration) JobManagerOptions {
 		AdvertisedHost:       advertisedJobManagerHost(cfg),
 		Reactive:             config.SchedulerMode.Get(cfg) == config.SchedulerModeReactive,
 		PrometheusPort:       config.PrometheusPort.Get(cfg),
+		AllowedHosts:         allowedRESTHosts(cfg),
 	}
+}
+
+// allowedRESTHosts are rest.address and the names of rest.allowed-hosts:
+// the names under which clients reach the REST API besides the server's
+// own.
+func allowedRESTHosts(cfg *config.Configuration) []string {
+	hosts := []string{config.RESTAddress.Get(cfg)}
+	for _, h := range strings.Split(config.RESTAllowedHosts.Get(cfg), ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
 }
 
 // advertisedJobManagerHost is jobmanager.rpc.address when the

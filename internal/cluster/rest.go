@@ -127,10 +127,14 @@ func (jm *JobManager) restHandler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("not found: %s", r.URL.Path))
 	})
+	var api http.Handler = mux
 	if jm.ha != nil {
-		return WithDashboard(requireToken(jm.opts.Security.Token, jm.log, jm.standbyREST(mux)))
+		api = jm.standbyREST(mux)
 	}
-	return WithDashboard(requireToken(jm.opts.Security.Token, jm.log, mux))
+	// The browser checks come first: they guard the dashboard's files
+	// too, and they matter most without a token (browserguard.go).
+	hosts := newHostGuard(jm.opts.AllowedHosts, jm.opts.BindHost, jm.opts.AdvertisedHost)
+	return browserGuard(hosts, newRefusalLog(jm.log).warn, WithDashboard(requireToken(jm.opts.Security.Token, jm.log, api)))
 }
 
 func (jm *JobManager) overview() Overview {

@@ -248,9 +248,10 @@ func requireToken(token string, log *slog.Logger, h http.Handler) http.Handler {
 	if token == "" {
 		return h
 	}
+	refusals := newRefusalLog(log)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !validBearer(r.Header.Values("Authorization"), token) {
-			log.Warn("rejected a REST request without a valid token", "path", r.URL.Path, "peer", r.RemoteAddr)
+			refusals.warn("rejected a REST request without a valid token", "path", loggedPath(r), "peer", r.RemoteAddr)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="weir"`)
 			writeError(w, http.StatusUnauthorized, "missing or invalid bearer token: send \"Authorization: Bearer TOKEN\" with the cluster's security.token")
 			return
