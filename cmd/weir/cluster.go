@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,8 +26,21 @@ certs makes a self-signed CA and certificate for trials of (mutual) TLS.`,
 	return cmd
 }
 
+// defaultClusterDir is the --dir default of weir cluster start and stop,
+// the same for both so that stop finds what start wrote. When there is
+// none (no usable runtime, state or home directory) it is empty and
+// requireDir explains.
 func defaultClusterDir() string {
-	return filepath.Join(os.TempDir(), "weir-cluster-"+strconv.Itoa(os.Getuid()))
+	dir, _ := cluster.DefaultStandaloneDir()
+	return dir
+}
+
+func requireDir(dir string) error {
+	if dir != "" {
+		return nil
+	}
+	_, err := cluster.DefaultStandaloneDir()
+	return err
 }
 
 func newClusterStartCommand() *cobra.Command {
@@ -43,11 +55,19 @@ func newClusterStartCommand() *cobra.Command {
 write their pid files (jobmanager.pid, taskmanager-N.pid) and logs into
 --dir, and wait until every TaskManager has registered. --config and -D
 are passed to every process, and so are security settings: a --token is
-handed over in the WEIR_TOKEN environment variable, not the command line.`,
+handed over in the WEIR_TOKEN environment variable, not the command line.
+
+--dir defaults to $XDG_RUNTIME_DIR/weir/cluster, or without a usable
+XDG_RUNTIME_DIR to $XDG_STATE_HOME/weir/cluster or
+~/.local/state/weir/cluster. It is created with mode 0700; one that
+belongs to another user or that group or others can write is refused.`,
 		Example: `  weir cluster start --taskmanagers 2 --slots 4
   weir cluster start --config conf.yaml --dir /var/run/weir`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireDir(dir); err != nil {
+				return fmt.Errorf("cluster start: %w", err)
+			}
 			cfg, err := flags.load(cmd)
 			if err != nil {
 				return err
@@ -108,6 +128,9 @@ those still running after --grace. TaskManagers are stopped before the
 JobManager. Pid files of processes that are gone are removed.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireDir(dir); err != nil {
+				return fmt.Errorf("cluster stop: %w", err)
+			}
 			stopped, err := cluster.StopStandalone(dir, grace)
 			if len(stopped) == 0 && err == nil {
 				fmt.Fprintf(cmd.OutOrStdout(), "No cluster processes running from %s\n", dir)

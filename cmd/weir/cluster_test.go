@@ -325,6 +325,19 @@ func TestClusterStartStop(t *testing.T) {
 		}
 		return string(out), 0
 	}
+	// Stale pid files of a cluster that is gone (killed, or the machine
+	// rebooted) do not stop a start, which replaces them; a stale link is
+	// removed, not followed.
+	if err := os.WriteFile(filepath.Join(dir, "jobmanager.pid"), []byte("2147483646\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("precious\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(dir, "taskmanager-1.pid")); err != nil {
+		t.Fatal(err)
+	}
 	var out string
 	var code int
 	// The ports are free when chosen but may be taken before the cluster
@@ -344,8 +357,14 @@ func TestClusterStartStop(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("weir cluster start: exit %d\n%s", code, out)
 	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "precious\n" {
+		t.Errorf("the file a stale pid link pointed to: %q, %v; want it untouched", b, err)
+	}
 	var pids []int
 	for _, name := range []string{"jobmanager", "taskmanager-1", "taskmanager-2"} {
+		if fi, err := os.Lstat(filepath.Join(dir, name+".pid")); err != nil || !fi.Mode().IsRegular() {
+			t.Fatalf("%s.pid: %v, %v; want a regular file", name, fi, err)
+		}
 		b, err := os.ReadFile(filepath.Join(dir, name+".pid"))
 		if err != nil {
 			t.Fatal(err)
@@ -430,4 +449,42 @@ func isZombie(pid int) bool {
 	}
 	i := bytes.LastIndexByte(stat, ')')
 	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+// TestClusterStartRefusesUnsafeDir: weir cluster start refuses a
+// directory that others can write, before it starts anything, and says
+// which directory, its mode and what to do.
+func TestClusterStartRefusesUnsafeDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cluster")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := weir(t, "cluster", "start", "--dir", dir, "--wait", "1s")
+	if code != exitError || !strings.Contains(stderr, dir+" is writable by group or others (mode 0777)") || !strings.Contains(stderr, "chmod go-w") {
+		t.Errorf("weir cluster start --dir %s: exit %d, stderr %q", dir, code, stderr)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+		t.Errorf("weir cluster start wrote into the refused directory: %v", entries)
+	}
+}
+
+// TestClusterDefaultDir: start and stop default to the same directory
+// under XDG_RUNTIME_DIR, not to a name in the shared temporary directory.
+func TestClusterDefaultDir(t *testing.T) {
+	run := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", run)
+	want := filepath.Join(run, "weir", "cluster")
+	stdout, stderr, code := weir(t, "cluster", "stop")
+	if code != exitOK || !strings.Contains(stdout, "No cluster processes running from "+want) {
+		t.Errorf("weir cluster stop: exit %d, stdout %q, stderr %q; want %s as its directory", code, stdout, stderr, want)
+	}
+	for _, c := range []string{"start", "stop"} {
+		stdout, _, _ := weir(t, "cluster", c, "--help")
+		if !strings.Contains(stdout, want) {
+			t.Errorf("weir cluster %s --help does not show the default --dir %s:\n%s", c, want, stdout)
+		}
+	}
 }

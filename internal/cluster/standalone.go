@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -18,7 +21,7 @@ import (
 // Go counterpart of Flink's start-cluster.sh.
 type StandaloneOptions struct {
 	Exe          string   // the weir binary
-	Dir          string   // pid and log files
+	Dir          string   // pid and log files; see DefaultStandaloneDir and makeStandaloneDir
 	TaskManagers int      // at least 1
 	Slots        int      // per TaskManager
 	Args         []string // passed to every process (--config, -D)
@@ -28,27 +31,65 @@ type StandaloneOptions struct {
 	Wait         time.Duration
 }
 
+// DefaultStandaloneDir is where weir cluster start and stop keep their pid
+// and log files unless told otherwise: $XDG_RUNTIME_DIR/weir/cluster when
+// XDG_RUNTIME_DIR names a directory of the user's that nobody else can
+// write (it goes away at logout, as the processes' pids lose their meaning
+// at reboot), else $XDG_STATE_HOME/weir/cluster, else
+// ~/.local/state/weir/cluster. Never a predictable name in the shared
+// temporary directory, where another user could create it first.
+func DefaultStandaloneDir() (string, error) {
+	if run := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(run) {
+		if _, err := checkStandaloneDir(run); err == nil {
+			return filepath.Join(run, "weir", "cluster"), nil
+		}
+	}
+	if state := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(state) {
+		return filepath.Join(state, "weir", "cluster"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no directory for the cluster's pid and log files: neither XDG_RUNTIME_DIR, XDG_STATE_HOME nor a home directory is usable (%v); set --dir", err)
+	}
+	return filepath.Join(home, ".local", "state", "weir", "cluster"), nil
+}
+
 // StartStandalone starts the processes, writes their pid files into
 // opts.Dir, and waits until every TaskManager has registered. The
-// processes outlive the caller; StopStandalone stops them.
+// processes outlive the caller; StopStandalone stops them. It creates
+// opts.Dir with mode 0700 and refuses one that another user could write
+// (makeStandaloneDir says why), and it opens its files there without
+// following symbolic links.
 func StartStandalone(ctx context.Context, opts StandaloneOptions) error {
 	if opts.TaskManagers < 1 || opts.Slots < 1 {
 		return fmt.Errorf("cluster start: need at least 1 taskmanager with at least 1 slot, got %d with %d", opts.TaskManagers, opts.Slots)
 	}
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+	dir, err := makeStandaloneDir(opts.Dir)
+	if err != nil {
 		return err
 	}
-	if running := runningProcesses(opts.Dir); len(running) > 0 {
+	if running := runningProcesses(dir); len(running) > 0 {
 		return fmt.Errorf("a cluster started from %s is still running (%s); stop it first with weir cluster stop", opts.Dir, strings.Join(running, ", "))
+	}
+	// None of the pid files left in dir names a running process: they are
+	// stale, from a cluster that was killed or a machine that rebooted.
+	// Removing them lets each new one be created exclusively.
+	if err := removePIDFiles(dir); err != nil {
+		return err
 	}
 	exited := make(chan error, opts.TaskManagers+1)
 	start := func(name string, args ...string) error {
-		logPath := filepath.Join(opts.Dir, name+".log")
-		logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		logPath := filepath.Join(dir, name+".log")
+		logFile, err := openLog(logPath)
 		if err != nil {
 			return err
 		}
 		defer logFile.Close() // the child has its own descriptor
+		pidFile, err := createPIDFile(filepath.Join(dir, name+".pid"))
+		if err != nil {
+			return err
+		}
+		defer pidFile.Close()
 		cmd := exec.Command(opts.Exe, append(args, opts.Args...)...)
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		cmd.Env = append(os.Environ(), opts.Env...)
@@ -56,11 +97,12 @@ func StartStandalone(ctx context.Context, opts StandaloneOptions) error {
 			return err
 		}
 		if err := cmd.Start(); err != nil {
+			os.Remove(pidFile.Name())
 			return fmt.Errorf("start %s: %w", name, err)
 		}
-		if err := os.WriteFile(filepath.Join(opts.Dir, name+".pid"), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+		if _, err := pidFile.WriteString(strconv.Itoa(cmd.Process.Pid) + "\n"); err != nil {
 			cmd.Process.Kill()
-			return err
+			return fmt.Errorf("pid file of %s: %w", name, err)
 		}
 		// Waiting reaps a process that exits while we watch it start; once
 		// we return, the processes are on their own.
@@ -75,7 +117,7 @@ func StartStandalone(ctx context.Context, opts StandaloneOptions) error {
 	}
 	for i := 1; i <= opts.TaskManagers; i++ {
 		if err := start(fmt.Sprintf("taskmanager-%d", i), "taskmanager", "--slots", strconv.Itoa(opts.Slots)); err != nil {
-			StopStandalone(opts.Dir, 5*time.Second)
+			StopStandalone(dir, 5*time.Second)
 			return err
 		}
 	}
@@ -101,10 +143,10 @@ func StartStandalone(ctx context.Context, opts StandaloneOptions) error {
 		last = err
 		select {
 		case err := <-exited:
-			StopStandalone(opts.Dir, 5*time.Second)
+			StopStandalone(dir, 5*time.Second)
 			return err
 		case <-ctx.Done():
-			StopStandalone(opts.Dir, 5*time.Second)
+			StopStandalone(dir, 5*time.Second)
 			return fmt.Errorf("the cluster did not come up within %v: %v (logs in %s)", opts.Wait, last, opts.Dir)
 		case <-time.After(100 * time.Millisecond):
 		}
@@ -116,8 +158,17 @@ func StartStandalone(ctx context.Context, opts StandaloneOptions) error {
 // gets SIGTERM and, if still alive after grace, SIGKILL. It returns the
 // names of the processes it stopped. A pid file whose process is gone, or
 // whose pid now belongs to a process that is not a weir cluster process,
-// is removed without signalling anything.
+// is removed without signalling anything. A directory that another user
+// could write is refused as StartStandalone refuses it: its pid files
+// could name any process of ours.
 func StopStandalone(dir string, grace time.Duration) ([]string, error) {
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	dir, err := checkStandaloneDir(dir)
+	if err != nil {
+		return nil, err
+	}
 	files, err := filepath.Glob(filepath.Join(dir, "*.pid"))
 	if err != nil {
 		return nil, err
@@ -160,8 +211,63 @@ func runningProcesses(dir string) []string {
 	return running
 }
 
+// openLog opens the log file at path for appending, creating it if need
+// be, and refuses a symbolic link or anything but a regular file there.
+func openLog(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|oNoFollow, 0o644)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("log file %s is a symbolic link; weir cluster start writes only to files of its own: remove the link", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("log file: %w", err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("not a regular file (mode %s)", fi.Mode())
+		}
+		return nil, fmt.Errorf("log file %s: %w; remove it", path, err)
+	}
+	return f, nil
+}
+
+// createPIDFile creates the pid file at path exclusively: whatever is
+// there, a link included, is not ours to overwrite.
+func createPIDFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|oNoFollow, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("pid file: %w", err)
+	}
+	return f, nil
+}
+
+// removePIDFiles removes the pid files in dir (links are removed, not
+// followed).
+func removePIDFiles(dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.pid"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("stale pid file: %w", err)
+		}
+	}
+	return nil
+}
+
+// readPID reads a pid file, refusing a symbolic link: a pid file is
+// something weir wrote, never a pointer elsewhere.
 func readPID(path string) (int, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return 0, fmt.Errorf("%s is a symbolic link, not a pid file", path)
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 32))
 	if err != nil {
 		return 0, err
 	}
