@@ -105,13 +105,43 @@ func dataSize(total int64) (int64, bool) {
 // Writer frames what is written through it; Close appends the trailer.
 // It does not close the underlying writer.
 type Writer struct {
-	w       io.Writer
-	table   []byte // block checksums so far, 4 bytes each
-	block   uint32 // running CRC of the current block
+	w      io.Writer
+	sums   blockSums
+	closed bool
+}
+
+// blockSums computes, as data streams by, the checksum of each block of
+// BlockSize bytes and of the whole: the Writer to write them into the
+// trailer, the verifier to compare them with it.
+type blockSums struct {
+	n       int64    // bytes seen
+	sums    []uint32 // of the complete blocks, and of the last after end
+	block   uint32   // running CRC of the current block
 	inBlock int
 	whole   uint32
-	n       int64
-	closed  bool
+}
+
+func (b *blockSums) add(p []byte) {
+	b.whole = crc32.Update(b.whole, table, p)
+	b.n += int64(len(p))
+	for len(p) > 0 {
+		k := min(len(p), BlockSize-b.inBlock)
+		b.block = crc32.Update(b.block, table, p[:k])
+		b.inBlock += k
+		p = p[k:]
+		if b.inBlock == BlockSize {
+			b.sums = append(b.sums, b.block)
+			b.block, b.inBlock = 0, 0
+		}
+	}
+}
+
+// end adds the checksum of a last, short block.
+func (b *blockSums) end() {
+	if b.inBlock > 0 {
+		b.sums = append(b.sums, b.block)
+		b.block, b.inBlock = 0, 0
+	}
 }
 
 // NewWriter returns a Writer that writes a framed file to w.
@@ -123,23 +153,8 @@ func (w *Writer) Write(p []byte) (int, error) {
 		return 0, errors.New("checksum: write after close")
 	}
 	n, err := w.w.Write(p)
-	w.add(p[:n])
+	w.sums.add(p[:n])
 	return n, err
-}
-
-func (w *Writer) add(p []byte) {
-	w.whole = crc32.Update(w.whole, table, p)
-	w.n += int64(len(p))
-	for len(p) > 0 {
-		k := min(len(p), BlockSize-w.inBlock)
-		w.block = crc32.Update(w.block, table, p[:k])
-		w.inBlock += k
-		p = p[k:]
-		if w.inBlock == BlockSize {
-			w.table = binary.LittleEndian.AppendUint32(w.table, w.block)
-			w.block, w.inBlock = 0, 0
-		}
-	}
 }
 
 // Close writes the trailer.
@@ -148,23 +163,23 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.closed = true
-	if w.inBlock > 0 {
-		w.table = binary.LittleEndian.AppendUint32(w.table, w.block)
-	}
-	_, err := w.w.Write(trailer(w.table, w.n, w.whole))
+	w.sums.end()
+	_, err := w.w.Write(trailer(w.sums.sums, w.sums.n, w.sums.whole))
 	return err
 }
 
 // Sum is the data's length and checksum, complete after Close.
-func (w *Writer) Sum() Sum { return Sum{Size: w.n, CRC32C: w.whole} }
+func (w *Writer) Sum() Sum { return Sum{Size: w.sums.n, CRC32C: w.sums.whole} }
 
 // Size is the number of framed bytes written, complete after Close.
-func (w *Writer) Size() int64 { return FramedSize(w.n) }
+func (w *Writer) Size() int64 { return FramedSize(w.sums.n) }
 
-// trailer appends the footer to the block table.
-func trailer(tab []byte, n int64, whole uint32) []byte {
-	t := make([]byte, 0, len(tab)+FooterSize)
-	t = append(t, tab...)
+// trailer is the block table of sums followed by the footer.
+func trailer(sums []uint32, n int64, whole uint32) []byte {
+	t := make([]byte, 0, 4*len(sums)+FooterSize)
+	for _, s := range sums {
+		t = binary.LittleEndian.AppendUint32(t, s)
+	}
 	t = binary.LittleEndian.AppendUint64(t, uint64(n))
 	t = binary.LittleEndian.AppendUint32(t, BlockSize)
 	t = binary.LittleEndian.AppendUint32(t, whole)
@@ -247,43 +262,25 @@ func sizeError(size int64) error {
 		Reason: fmt.Sprintf("no framed file is %d bytes long: truncated or extended", size)}
 }
 
-// verifier computes the block checksums of data as it streams by.
+// verifier computes the block checksums of n bytes of data as they
+// stream by.
 type verifier struct {
-	n, seen int64
-	sums    []uint32
-	block   uint32
-	inBlock int
-	whole   uint32
+	want int64 // the length of the data, from the framed file's size
+	blockSums
 }
 
-func newVerifier(n int64) *verifier { return &verifier{n: n, sums: make([]uint32, 0, blocks(n))} }
+func newVerifier(n int64) *verifier {
+	return &verifier{want: n, blockSums: blockSums{sums: make([]uint32, 0, blocks(n))}}
+}
 
 func (v *verifier) Write(p []byte) (int, error) { v.add(p); return len(p), nil }
-
-func (v *verifier) add(p []byte) {
-	v.whole = crc32.Update(v.whole, table, p)
-	v.seen += int64(len(p))
-	for len(p) > 0 {
-		k := min(len(p), BlockSize-v.inBlock)
-		v.block = crc32.Update(v.block, table, p[:k])
-		v.inBlock += k
-		p = p[k:]
-		if v.inBlock == BlockSize {
-			v.sums = append(v.sums, v.block)
-			v.block, v.inBlock = 0, 0
-		}
-	}
-}
 
 // check compares the data's checksums with the trailer: rest, the bytes
 // after the data. The trailer is checked first, so that a damaged table
 // is reported as such rather than as damaged data.
 func (v *verifier) check(rest []byte) (Sum, error) {
-	if v.inBlock > 0 {
-		v.sums = append(v.sums, v.block)
-		v.inBlock = 0
-	}
-	n := v.n
+	v.end()
+	n := v.want
 	size := n + int64(len(rest))
 	footer := rest[len(rest)-FooterSize:]
 	if !bytes.Equal(footer[24:], []byte(Magic)) {
