@@ -94,6 +94,7 @@ func StartStandalone(ctx context.Context, opts StandaloneOptions) error {
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		cmd.Env = append(os.Environ(), opts.Env...)
 		if err := detach(cmd); err != nil {
+			os.Remove(pidFile.Name()) // empty: no process to name
 			return err
 		}
 		if err := cmd.Start(); err != nil {
