@@ -61,17 +61,8 @@ func testArtifacts(t *testing.T) string {
 // checks what the dashboard shows of them only where they are served.
 func restServes(t *testing.T, rest, token, path string) bool {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, rest+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode != http.StatusNotFound
+	status, _ := restGet(t, rest+path, token)
+	return status != http.StatusNotFound
 }
 
 // dagVertex is a vertex box of the job page's graph, as the page's data

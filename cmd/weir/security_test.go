@@ -140,6 +140,13 @@ func TestBrowserPageUnderAnotherNameCannotUseTheAPI(t *testing.T) {
 // getBody GETs url (with token, if any) and returns the body.
 func getBody(t *testing.T, url, token string) string {
 	t.Helper()
+	_, body := restGet(t, url, token)
+	return body
+}
+
+// restGet GETs url (with token, if any) and returns the status and body.
+func restGet(t *testing.T, url, token string) (int, string) {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -156,5 +163,5 @@ func getBody(t *testing.T, url, token string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(body)
+	return resp.StatusCode, string(body)
 }
