@@ -18,15 +18,49 @@ import (
 // reported together. A key given twice, also once flat and once nested, is
 // an error. An empty file yields an empty configuration.
 func LoadFile(path string) (*Configuration, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, err
 	}
 	c := New()
 	if err := c.loadYAML(path, data); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// MaxFileSize bounds a configuration file. Real ones are a few KiB; the
+// bound keeps a wrong path (a log, a device such as /dev/zero) from
+// exhausting memory before any line is parsed.
+const MaxFileSize = 1 << 20
+
+// ReadFile reads the configuration file at path, at most MaxFileSize
+// bytes. It refuses anything but a regular file or a pipe: a device,
+// directory or socket is never a configuration, and /dev/zero or
+// /dev/urandom would never end. A pipe is allowed for shells' process
+// substitution (--config <(...)); the size bound holds for it too.
+// Errors name the file.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if m := fi.Mode(); !m.IsRegular() && m&os.ModeNamedPipe == 0 {
+		return nil, fmt.Errorf("config: config file %s is not a regular file (mode %s); --config takes a YAML file", path, m)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("config: %s: %w", path, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("config: config file %s is larger than 1 MiB; is it the right file?", path)
+	}
+	return data, nil
 }
 
 // loadYAML sets the options of the YAML document data, naming the file

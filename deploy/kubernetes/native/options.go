@@ -3,7 +3,6 @@ package native
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -213,9 +212,9 @@ func (s *Settings) Options() (Options, error) {
 // loader (config.LoadFile) accepts them, and sets each on s. Every problem
 // is reported, with the file and line.
 func (s *Settings) LoadFile(path string) error {
-	data, err := os.ReadFile(path)
+	data, err := config.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("config: %w", err)
+		return err
 	}
 	return s.LoadYAML(path, data)
 }
