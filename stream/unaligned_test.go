@@ -3,10 +3,8 @@ package stream_test
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -68,12 +66,8 @@ func TestUnalignedExactlyOnceAfterFailures(t *testing.T) {
 // _metadata, decoding the channel state frames of every subtask.
 func inFlightRecords(t *testing.T, metadata string) int {
 	t.Helper()
-	data, err := os.ReadFile(metadata)
+	cp, err := runtime.LoadCheckpoint(filepath.Dir(metadata))
 	if err != nil {
-		t.Fatal(err)
-	}
-	var cp runtime.CompletedCheckpoint
-	if err := json.Unmarshal(data, &cp); err != nil {
 		t.Fatal(err)
 	}
 	frames := 0

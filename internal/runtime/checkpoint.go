@@ -6,6 +6,7 @@ import (
 
 	"fmt"
 
+	"github.com/weirproject/weir/internal/checksum"
 	"github.com/weirproject/weir/internal/graph"
 	"github.com/weirproject/weir/internal/storage"
 )
@@ -52,6 +53,9 @@ type TaskSnapshot struct {
 	// files of operators whose state is not inline in Operators: only in
 	// _metadata, never in memory.
 	Files map[string]string `json:",omitempty"`
+	// Sums are the lengths and CRC32Cs of the state files in Files, from
+	// checkpoint format 1 on: only in _metadata.
+	Sums map[string]checksum.Sum `json:",omitempty"`
 	// InFlight is the channel state of an unaligned checkpoint: the
 	// records that were on their way into the subtask's head operator (by
 	// its UID) when it took its snapshot, one piece per logical input,
@@ -119,6 +123,9 @@ type CompletedCheckpoint struct {
 	ID    int64
 	JobID string
 	Tasks []*TaskSnapshot
+	// Format is how the checkpoint's files are written (checkpointFormat):
+	// 0, absent, in checkpoints of versions before checksums.
+	Format int `json:",omitempty"`
 	// Path is where the checkpoint was written; empty in memory.
 	Path string `json:"-"`
 	// root is the storage directory that the handles of shared state
@@ -135,7 +142,7 @@ func (c *CompletedCheckpoint) stateFor(uids []string, subtask, parallelism int) 
 	if c == nil {
 		return nil
 	}
-	out := &restoredState{pieces: make(map[string][][]byte), rescaled: make(map[string]bool), files: restoreFiles{root: c.root}}
+	out := &restoredState{pieces: make(map[string][][]byte), rescaled: make(map[string]bool), files: restoreFiles{root: c.root, format: c.Format}}
 	for _, uid := range uids {
 		var own []byte
 		var all [][]byte

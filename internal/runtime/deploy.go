@@ -542,6 +542,12 @@ func (c *coordinator) run(ctx context.Context) error {
 			fail(sp, errors.New("savepoint: the job's tasks finished and its final checkpoint failed"))
 			return nil
 		}
+		if sp != nil {
+			if err := c.d.storage.checkSavepointTarget(ctx, sp.dir); err != nil {
+				fail(sp, err)
+				return nil
+			}
+		}
 		id, err := c.d.storage.claim(ctx, next, c.owner())
 		if err != nil {
 			lastEnd = time.Now()

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -8,18 +9,47 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/weirproject/weir/internal/checksum"
 	"github.com/weirproject/weir/internal/storage"
 	"github.com/weirproject/weir/state"
 )
+
+// checkpointFormat is the format of the checkpoints and savepoints this
+// version writes, recorded in their _metadata:
+//
+//	0  (no Format field) before checksums: every file as it is.
+//	1  every file the checkpoint writes — _metadata, operator state
+//	   files, and the shared and private files of incremental snapshots
+//	   (SSTs, spill files, reduce segments) — is framed by
+//	   internal/checksum: its data, then per-block CRC32C sums and a
+//	   self-checked footer; _metadata records each operator state file's
+//	   length and CRC32C as well.
+//
+// The format comes from a _metadata that verified, never from a file's
+// own looks: a state file of a format-1 checkpoint without a valid
+// trailer is corrupt, not a file of an older version.
+const checkpointFormat = 1
+
+// writeFormat is the format new checkpoints get. WEIR_BENCH_NO_CHECKSUMS
+// exists for bench/checksums alone, to measure what checksums cost: it
+// writes format 0, which restores unchecked. Never set it otherwise.
+var writeFormat = func() int {
+	if os.Getenv("WEIR_BENCH_NO_CHECKSUMS") != "" {
+		return 0
+	}
+	return checkpointFormat
+}()
 
 // checkpointStorage keeps completed checkpoints: in memory, and in a
 // directory (a path or a URI) when state.checkpoints.dir is set. The
@@ -242,7 +272,29 @@ type sharedFiles struct {
 
 func (f *sharedFiles) Upload(ctx context.Context, localPath, name string) (string, error) {
 	handle := f.handle(name)
-	n, err := f.s.root.Upload(ctx, handle, localPath)
+	if writeFormat < 1 {
+		n, err := f.s.root.Upload(ctx, handle, localPath)
+		if err != nil {
+			return "", err
+		}
+		f.uploaded(handle, n)
+		return handle, nil
+	}
+	// Streamed through the checksums, never read whole: SSTs are large.
+	src, err := os.Open(localPath)
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	var n int64
+	err = f.s.root.WriteWith(ctx, handle, func(w io.Writer) error {
+		cw := checksum.NewWriter(w)
+		if _, err := io.Copy(cw, src); err != nil {
+			return fmt.Errorf("upload %s: %w", localPath, err)
+		}
+		n = cw.Size()
+		return cw.Close()
+	})
 	if err != nil {
 		return "", err
 	}
@@ -253,11 +305,46 @@ func (f *sharedFiles) Upload(ctx context.Context, localPath, name string) (strin
 // Put stores data as a file called name, as Upload does a local file.
 func (f *sharedFiles) Put(ctx context.Context, name string, data []byte) (string, error) {
 	handle := f.handle(name)
-	if err := f.s.root.Write(ctx, handle, data); err != nil {
+	n, _, err := writeFile(ctx, f.s.root, handle, data, writeFormat)
+	if err != nil {
 		return "", err
 	}
-	f.uploaded(handle, int64(len(data)))
+	f.uploaded(handle, n)
 	return handle, nil
+}
+
+// writeFile stores data under name in the given checkpoint format: framed
+// with its checksums from format 1 on, streamed so that large state is
+// not copied to append the trailer. It returns the bytes written and the
+// data's sum.
+func writeFile(ctx context.Context, loc *storage.Location, name string, data []byte, format int) (int64, checksum.Sum, error) {
+	if format < 1 {
+		return int64(len(data)), checksum.Sum{Size: int64(len(data))}, loc.Write(ctx, name, data)
+	}
+	var sum checksum.Sum
+	err := loc.WriteWith(ctx, name, func(w io.Writer) error {
+		cw := checksum.NewWriter(w)
+		if _, err := cw.Write(data); err != nil {
+			return err
+		}
+		sum = cw.Sum()
+		return cw.Close()
+	})
+	return checksum.FramedSize(int64(len(data))), sum, err
+}
+
+// readFile reads a checkpoint file whole and, from format 1 on, verifies
+// and strips its checksums. An error names the file.
+func readFile(ctx context.Context, loc *storage.Location, name string, format int) ([]byte, checksum.Sum, error) {
+	data, err := loc.Read(ctx, name)
+	if err != nil || format < 1 {
+		return data, checksum.Sum{Size: int64(len(data))}, err
+	}
+	body, sum, err := checksum.Unframe(data)
+	if err != nil {
+		return nil, sum, fmt.Errorf("checkpoint file %s: %w", loc.URI(name), err)
+	}
+	return body, sum, nil
 }
 
 func (f *sharedFiles) handle(name string) string {
@@ -291,7 +378,12 @@ func (f *sharedFiles) Reuse(handle string) bool {
 }
 
 // restoreFiles downloads the shared files of a checkpoint being restored.
-type restoreFiles struct{ root *storage.Location }
+type restoreFiles struct {
+	root *storage.Location
+	// format is the checkpoint's (its _metadata's): from 1 on every file
+	// is framed and verified as it is read.
+	format int
+}
 
 func (f restoreFiles) Download(ctx context.Context, handle, localPath string) error {
 	if f.root == nil {
@@ -302,7 +394,30 @@ func (f restoreFiles) Download(ctx context.Context, handle, localPath string) er
 		// the storage root, never a way out of it.
 		return fmt.Errorf("state file %q: not a file name inside the checkpoint storage", handle)
 	}
-	return f.root.Download(ctx, handle, localPath)
+	if f.format < 1 {
+		return f.root.Download(ctx, handle, localPath)
+	}
+	// Streamed to the local file with the trailer stripped, so that
+	// Pebble finds its SST as it wrote it; verified at the end, and the
+	// local file removed if it does not verify.
+	r, size, err := f.root.NewReader(ctx, handle)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	dst, err := os.Create(localPath)
+	if err != nil {
+		return err
+	}
+	_, err = checksum.Copy(dst, r, size)
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(localPath)
+		return fmt.Errorf("checkpoint file %s: %w", f.root.URI(handle), err)
+	}
+	return nil
 }
 
 // Get reads a shared file whole.
@@ -313,7 +428,8 @@ func (f restoreFiles) Get(ctx context.Context, handle string) ([]byte, error) {
 	if !fs.ValidPath(handle) || handle == "." {
 		return nil, fmt.Errorf("state file %q: not a file name inside the checkpoint storage", handle)
 	}
-	return f.root.Read(ctx, handle)
+	data, _, err := readFile(ctx, f.root, handle, f.format)
+	return data, err
 }
 
 // maxClaims bounds the checkpoint numbers claim tries: more directories
@@ -373,6 +489,9 @@ func (s *checkpointStorage) write(c *CompletedCheckpoint) error {
 	}
 	c.Path = dir.String()
 	c.root = s.root
+	// A restore from this checkpoint in memory (after a failure) reads
+	// the shared files its snapshots uploaded, framed as writeFormat says.
+	c.Format = writeFormat
 	return nil
 }
 
@@ -526,26 +645,37 @@ func (s *checkpointStorage) latestCheckpoint() *CompletedCheckpoint {
 // writeCheckpoint writes a checkpoint's state files and then its
 // _metadata, which makes it count. State larger than threshold bytes goes
 // to a file of its own, named relative to the checkpoint's directory so
-// that the directory can be moved.
+// that the directory can be moved. From format 1 on every file is framed
+// with checksums, and _metadata records each state file's sum too, so
+// that a state file swapped for another intact one is caught as well.
 func writeCheckpoint(ctx context.Context, dir *storage.Location, c *CompletedCheckpoint, threshold int) error {
 	meta := *c
+	meta.Format = writeFormat
 	meta.Tasks = make([]*TaskSnapshot, len(c.Tasks))
 	for i, t := range c.Tasks {
 		mt := *t
 		mt.Operators = make(map[string][]byte, len(t.Operators))
+		mt.Sums = nil
 		for uid, data := range t.Operators {
 			if len(data) <= threshold {
 				mt.Operators[uid] = data
 				continue
 			}
 			name := stateFileName(t, uid)
-			if err := dir.Write(ctx, name, data); err != nil {
+			_, sum, err := writeFile(ctx, dir, name, data, meta.Format)
+			if err != nil {
 				return err
 			}
 			if mt.Files == nil {
 				mt.Files = make(map[string]string)
 			}
 			mt.Files[uid] = name
+			if meta.Format >= 1 {
+				if mt.Sums == nil {
+					mt.Sums = make(map[string]checksum.Sum)
+				}
+				mt.Sums[uid] = sum
+			}
 		}
 		meta.Tasks[i] = &mt
 	}
@@ -553,7 +683,8 @@ func writeCheckpoint(ctx context.Context, dir *storage.Location, c *CompletedChe
 	if err != nil {
 		return fmt.Errorf("encode metadata: %w", err)
 	}
-	return dir.Write(ctx, "_metadata", data)
+	_, _, err = writeFile(ctx, dir, "_metadata", data, meta.Format)
+	return err
 }
 
 // stateFileName names an operator's state file in a checkpoint: unique
@@ -592,7 +723,7 @@ func LoadCheckpoint(pathOrURI string) (*CompletedCheckpoint, error) {
 	}
 	c, err := decodeMetadata(data)
 	if err != nil {
-		return nil, fmt.Errorf("load checkpoint %s/_metadata: %w", loc, err)
+		return nil, fmt.Errorf("load checkpoint: checkpoint file %s: %w", loc.URI("_metadata"), err)
 	}
 	for _, t := range c.Tasks {
 		if t.Operators == nil {
@@ -604,13 +735,18 @@ func LoadCheckpoint(pathOrURI string) (*CompletedCheckpoint, error) {
 		}
 		slices.Sort(uids)
 		for _, uid := range uids {
-			st, err := loc.Read(ctx, t.Files[uid])
+			st, sum, err := readFile(ctx, loc, t.Files[uid], c.Format)
 			if err != nil {
 				return nil, fmt.Errorf("load checkpoint %s: state of operator %q: %w", loc, uid, err)
+			}
+			if want, ok := t.Sums[uid]; c.Format >= 1 && (!ok || sum != want) {
+				return nil, fmt.Errorf("load checkpoint %s: state of operator %q: checkpoint file %s: %w: its %d bytes have CRC32C %08x, _metadata records %d bytes with %08x: not the file this checkpoint wrote",
+					loc, uid, loc.URI(t.Files[uid]), checksum.ErrCorrupt, sum.Size, sum.CRC32C, want.Size, want.CRC32C)
 			}
 			t.Operators[uid] = st
 		}
 		t.Files = nil
+		t.Sums = nil
 	}
 	c.Path = loc.String()
 	// Shared files are named relative to the storage root, two levels
@@ -622,10 +758,35 @@ func LoadCheckpoint(pathOrURI string) (*CompletedCheckpoint, error) {
 // decodeMetadata parses the bytes of a _metadata file and checks what a
 // restore relies on, so that a corrupt or hand-edited file is an error
 // here rather than a crash or a stray file read later.
+//
+// A _metadata of format 1 or later ends with its checksum trailer and is
+// verified before it is parsed. One without a trailer must be format 0
+// and pure JSON: a format-1 one whose trailer was damaged or cut off
+// either carries bytes after its JSON or says format 1, and is refused.
 func decodeMetadata(data []byte) (*CompletedCheckpoint, error) {
+	framed := checksum.HasMagic(data)
+	if framed {
+		body, _, err := checksum.Unframe(data)
+		if err != nil {
+			return nil, err
+		}
+		data = body
+	}
 	var c CompletedCheckpoint
-	if err := json.Unmarshal(data, &c); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&c); err != nil {
 		return nil, err
+	}
+	if end := dec.InputOffset(); len(bytes.TrimSpace(data[end:])) > 0 {
+		return nil, fmt.Errorf("%w: bytes %d–%d follow the metadata's JSON: a damaged checksum trailer, or not a _metadata file", checksum.ErrCorrupt, end, len(data)-1)
+	}
+	switch {
+	case c.Format > checkpointFormat:
+		return nil, fmt.Errorf("checkpoint format %d: written by a newer version of weir, which this one (format %d) cannot read", c.Format, checkpointFormat)
+	case c.Format >= 1 && !framed:
+		return nil, fmt.Errorf("%w: format %d metadata without its checksum trailer: truncated or damaged", checksum.ErrCorrupt, c.Format)
+	case c.Format < 1 && framed:
+		return nil, fmt.Errorf("%w: a checksum trailer on metadata of format %d, which has none", checksum.ErrCorrupt, c.Format)
 	}
 	if c.ID < 0 {
 		return nil, fmt.Errorf("negative checkpoint ID %d", c.ID)
@@ -636,6 +797,11 @@ func decodeMetadata(data []byte) (*CompletedCheckpoint, error) {
 		}
 		if err := t.check(); err != nil {
 			return nil, fmt.Errorf("task %d: %w", i, err)
+		}
+		for uid := range t.Files {
+			if _, ok := t.Sums[uid]; c.Format >= 1 && !ok {
+				return nil, fmt.Errorf("task %d: state file of operator %q has no checksum", i, uid)
+			}
 		}
 	}
 	return &c, nil
@@ -694,6 +860,36 @@ func checkpointNumber(name string) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(digits, 10, 64)
 	return n, err == nil
+}
+
+// checkSavepointTarget refuses, before any barrier is sent, a savepoint
+// directory that would lose the savepoint or put it somewhere nobody
+// asked for:
+//
+//   - a relative path: the process that writes the savepoint resolves
+//     it, and on a cluster that is a worker whose working directory is
+//     its private attempt directory, removed when the attempt ends;
+//   - a directory inside <state.checkpoints.dir>/<job-id>: that is the
+//     job's own checkpoint area, which the job deletes when it finishes,
+//     savepoint included, after reporting it completed.
+func (s *checkpointStorage) checkSavepointTarget(ctx context.Context, dir string) error {
+	if dir == "" {
+		return errors.New("savepoint: no target directory: give one, or set state.savepoints.dir")
+	}
+	if !strings.Contains(dir, "://") && !filepath.IsAbs(dir) {
+		return fmt.Errorf("savepoint: target directory %q is a relative path, which the process writing the savepoint would resolve against its own working directory; give an absolute path or a URI (file:///..., s3://...)", dir)
+	}
+	if s.root == nil {
+		return nil
+	}
+	loc, err := storage.Open(ctx, dir)
+	if err != nil {
+		return fmt.Errorf("savepoint: %w", err)
+	}
+	if own := s.root.Join(s.jobID); loc.Within(own) {
+		return fmt.Errorf("savepoint: target directory %s lies inside %s, this job's checkpoint directory, which is deleted when the job ends; choose a directory outside it (state.savepoints.dir)", loc, own)
+	}
+	return nil
 }
 
 // writeSavepoint writes a savepoint into a new directory under dir: it is

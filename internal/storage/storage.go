@@ -146,6 +146,16 @@ func (l *Location) Join(elem ...string) *Location {
 	return &c
 }
 
+// Within reports whether l is dir or lies inside it: the same store
+// (scheme, bucket and its options) and a key prefix under dir's. Names
+// are compared as written; symbolic links are not followed.
+func (l *Location) Within(dir *Location) bool {
+	if l.scheme != dir.scheme || l.base != dir.base {
+		return false
+	}
+	return dir.prefix == "" || l.prefix == dir.prefix || strings.HasPrefix(l.prefix, dir.prefix+"/")
+}
+
 // Parent returns the enclosing directory.
 func (l *Location) Parent() *Location {
 	c := *l
@@ -216,6 +226,42 @@ func (l *Location) Create(ctx context.Context, name string, data []byte) (bool, 
 		return false, fmt.Errorf("create %s: %w", l.URI(name), err)
 	}
 	return true, nil
+}
+
+// WriteWith stores what fn writes under name, streamed rather than
+// buffered whole; readers see all of it or nothing. An error from fn
+// abandons the object.
+func (l *Location) WriteWith(ctx context.Context, name string, fn func(io.Writer) error) error {
+	// Cancelling the writer's context is how gocloud.dev/blob abandons
+	// an object instead of committing what was written so far.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := l.bucket.NewWriter(wctx, l.key(name), nil)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", l.URI(name), err)
+	}
+	if err := fn(w); err != nil {
+		cancel()
+		_ = w.Close()
+		return fmt.Errorf("write %s: %w", l.URI(name), err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", l.URI(name), err)
+	}
+	return nil
+}
+
+// NewReader opens the object called name for streaming and returns its
+// size.
+func (l *Location) NewReader(ctx context.Context, name string) (io.ReadCloser, int64, error) {
+	r, err := l.bucket.NewReader(ctx, l.key(name), nil)
+	if err != nil {
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			return nil, 0, fmt.Errorf("read %s: %w", l.URI(name), os.ErrNotExist)
+		}
+		return nil, 0, fmt.Errorf("read %s: %w", l.URI(name), err)
+	}
+	return r, r.Size(), nil
 }
 
 // Upload copies a local file into the Location.
