@@ -205,7 +205,9 @@ var (
 		"Shared secret that every RPC and REST request must carry (as \"Authorization: Bearer TOKEN\"); "+
 			"TaskManagers and the weir command line send it. Required when the JobManager or a TaskManager "+
 			"listens on a non-loopback address. The WEIR_TOKEN environment variable and --token also set it, "+
-			"and keep it out of files.")
+			"and keep it out of files. JobManagers, TaskManagers and weir cluster start refuse a token of fewer "+
+			"than 16 non-space characters, one with white space at either end, and one with characters other "+
+			"than printable ASCII (openssl rand -hex 32 makes a good one).")
 
 	SSLEnabled = boolOption("security.ssl.enabled", false,
 		"Use TLS for the cluster's RPC and REST connections, both serving and dialing.")

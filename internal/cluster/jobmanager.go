@@ -85,6 +85,9 @@ func (o *JobManagerOptions) validate() error {
 	if err := o.Security.TLS.check(); err != nil {
 		return err
 	}
+	if err := CheckToken(o.Security.Token); err != nil {
+		return err
+	}
 	return o.Security.checkBind("JobManager", o.BindHost)
 }
 
@@ -137,7 +140,8 @@ type monitor struct {
 }
 
 // StartJobManager listens on the RPC and REST ports and serves them until
-// Close. It refuses a non-loopback BindHost without a token.
+// Close. It refuses a non-loopback BindHost without a token, and a token
+// that CheckToken refuses.
 func StartJobManager(opts JobManagerOptions) (*JobManager, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
