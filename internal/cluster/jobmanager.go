@@ -187,6 +187,7 @@ func StartJobManager(opts JobManagerOptions) (*JobManager, error) {
 		jm.removeTempDir()
 		return nil, err
 	}
+	jm.removeJarTemps()
 
 	jm.rpcLn, err = net.Listen("tcp", net.JoinHostPort(opts.BindHost, strconv.Itoa(opts.RPCPort)))
 	if err != nil {
