@@ -143,6 +143,13 @@ var (
 	RESTPort = intOption("rest.port", 8081, 0, 65535,
 		"Port of the JobManager's REST API. 0 picks a free port, which the JobManager prints.")
 
+	RESTServerMaxContentLength = memoryOption("rest.server.max-content-length", 512<<20, 1<<10,
+		"Largest request body the JobManager's REST API reads: an uploaded program (POST /artifacts, "+
+			"POST /jars/upload) may be this large. Other bodies have smaller limits of their own "+
+			"(16 mb for a job submission, 1 mb for the rest) and this one when it is smaller. "+
+			"A longer body gets 413 and is not stored. Flink's default is 100 mb; a weir program "+
+			"is a static executable that contains the runtime, so weir's is larger.")
+
 	TaskManagerBindHost = stringOption("taskmanager.bind-host", "127.0.0.1",
 		"Interface the TaskManager's RPC server listens on; the JobManager must be able to reach it. "+
 			"Any address other than a loopback one requires security.token.")
@@ -425,6 +432,7 @@ var catalog = []catalogOption{
 	RESTAddress,
 	RESTPort,
 	RESTAllowedHosts,
+	RESTServerMaxContentLength,
 	TaskManagerBindHost,
 	TaskManagerHost,
 	TaskManagerRPCPort,

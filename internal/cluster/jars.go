@@ -128,6 +128,9 @@ func (jm *JobManager) handleJarUpload(w http.ResponseWriter, r *http.Request) {
 	}
 	for {
 		part, err := mr.NextPart()
+		if bodyTooLarge(w, r, err) {
+			return
+		}
 		if err != nil {
 			writeError(w, http.StatusBadRequest, `jar upload: no form field "jarfile" with the program's executable`)
 			return
@@ -139,6 +142,9 @@ func (jm *JobManager) handleJarUpload(w http.ResponseWriter, r *http.Request) {
 		name := jarName(part.FileName())
 		sum, err := jm.artifacts.put(part, "")
 		part.Close()
+		if bodyTooLarge(w, r, err) {
+			return
+		}
 		if err != nil {
 			writeError(w, http.StatusBadRequest, "jar upload: "+err.Error())
 			return

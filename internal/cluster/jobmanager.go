@@ -50,6 +50,10 @@ type JobManagerOptions struct {
 	WorkingDir string
 	Security   Security
 	Logger     *slog.Logger // nil = slog.Default()
+	// MaxContentLength is rest.server.max-content-length, the largest
+	// request body the REST API reads (an uploaded program); 0 = its
+	// default. Other bodies have smaller limits (restBodyLimits).
+	MaxContentLength int64
 	// HA, when set, makes the JobManager one candidate of a highly
 	// available cluster (high-availability.type: etcd): it serves only
 	// while it leads. The caller opens and closes the services.
