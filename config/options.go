@@ -146,7 +146,7 @@ var (
 	RESTServerMaxContentLength = memoryOption("rest.server.max-content-length", 512<<20, 1<<10,
 		"Largest request body the JobManager's REST API reads: an uploaded program (POST /artifacts, "+
 			"POST /jars/upload) may be this large. Other bodies have smaller limits of their own "+
-			"(16 mb for a job submission, 1 mb for the rest) and this one when it is smaller. "+
+			"(16 mb for a job submission, 1 mb for the rest), which a smaller value lowers too. "+
 			"A longer body gets 413 and is not stored. Flink's default is 100 mb; a weir program "+
 			"is a static executable that contains the runtime, so weir's is larger.")
 
