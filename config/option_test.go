@@ -293,6 +293,7 @@ func TestCatalog(t *testing.T) {
 		"rest.address":                                                     "127.0.0.1",
 		"rest.port":                                                        "8081",
 		"rest.allowed-hosts":                                               "",
+		"rest.server.max-content-length":                                   "512 mb",
 		"taskmanager.bind-host":                                            "127.0.0.1",
 		"taskmanager.memory.managed.size":                                  "256 mb",
 		"taskmanager.host":                                                 "",

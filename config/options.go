@@ -143,6 +143,13 @@ var (
 	RESTPort = intOption("rest.port", 8081, 0, 65535,
 		"Port of the JobManager's REST API. 0 picks a free port, which the JobManager prints.")
 
+	RESTServerMaxContentLength = memoryOption("rest.server.max-content-length", 512<<20, 1<<10,
+		"Largest request body the JobManager's REST API reads: an uploaded program (POST /artifacts, "+
+			"POST /jars/upload) may be this large. Other bodies have smaller limits of their own "+
+			"(16 mb for a job submission, 1 mb for the rest), which a smaller value lowers too. "+
+			"A longer body gets 413 and is not stored. Flink's default is 100 mb; a weir program "+
+			"is a static executable that contains the runtime, so weir's is larger.")
+
 	TaskManagerBindHost = stringOption("taskmanager.bind-host", "127.0.0.1",
 		"Interface the TaskManager's RPC server listens on; the JobManager must be able to reach it. "+
 			"Any address other than a loopback one requires security.token.")
@@ -205,7 +212,9 @@ var (
 		"Shared secret that every RPC and REST request must carry (as \"Authorization: Bearer TOKEN\"); "+
 			"TaskManagers and the weir command line send it. Required when the JobManager or a TaskManager "+
 			"listens on a non-loopback address. The WEIR_TOKEN environment variable and --token also set it, "+
-			"and keep it out of files.")
+			"and keep it out of files. JobManagers, TaskManagers and weir cluster start refuse a token of fewer "+
+			"than 16 non-space characters, one with white space at either end, and one with characters other "+
+			"than printable ASCII (openssl rand -hex 32 makes a good one).")
 
 	SSLEnabled = boolOption("security.ssl.enabled", false,
 		"Use TLS for the cluster's RPC and REST connections, both serving and dialing.")
@@ -423,6 +432,7 @@ var catalog = []catalogOption{
 	RESTAddress,
 	RESTPort,
 	RESTAllowedHosts,
+	RESTServerMaxContentLength,
 	TaskManagerBindHost,
 	TaskManagerHost,
 	TaskManagerRPCPort,

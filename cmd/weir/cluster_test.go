@@ -219,7 +219,7 @@ func deadAddress(t *testing.T) string {
 
 func TestClusterProcesses(t *testing.T) {
 	t.Parallel()
-	const token = "test-token"
+	const token = "test-token-0123456789"
 	env := []string{"WEIR_TOKEN=" + token}
 	const heartbeatTimeout = time.Second
 	jm, rpc, rest := startJobManager(t, env, "-D", "heartbeat.interval=100ms", "-D", "heartbeat.timeout=1s")
@@ -236,7 +236,7 @@ func TestClusterProcesses(t *testing.T) {
 	dead := hangUpAddress(t)
 	lost := startProc(t, "taskmanager without jobmanager", env,
 		"taskmanager", "--jobmanager", dead, "-D", "taskmanager.registration.timeout=1s")
-	wrongToken := startProc(t, "taskmanager with wrong token", []string{"WEIR_TOKEN=wrong"},
+	wrongToken := startProc(t, "taskmanager with wrong token", []string{"WEIR_TOKEN=wrong-token-0123456789"},
 		"taskmanager", "--jobmanager", rpc)
 
 	waitOverview(t, client, 10*time.Second, "2 taskmanagers with 6 slots", func(o cluster.Overview) bool {
@@ -300,6 +300,25 @@ func TestClusterJobManagerRefusesOpenBindWithoutToken(t *testing.T) {
 	}
 	if stderr := p.stderr.String(); !strings.Contains(stderr, "refusing to listen on 0.0.0.0") || !strings.Contains(stderr, "security.token") {
 		t.Errorf("stderr does not explain the refusal:\n%s", stderr)
+	}
+}
+
+// TestClusterCommandsRefuseWeakTokens: the servers refuse a token that is
+// short or white space, whichever flag or option set it, and say why.
+func TestClusterCommandsRefuseWeakTokens(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"jobmanager", "--rpc-port", "0", "--rest-port", "0", "--token", "s3cret"}, "security.token: 6 characters; a token needs at least 16 non-space characters"},
+		{[]string{"jobmanager", "--rpc-port", "0", "--rest-port", "0", "--token", "    "}, "security.token: 4 characters, all white space"},
+		{[]string{"taskmanager", "--jobmanager", "127.0.0.1:1", "--rpc-port", "0", "-D", "security.token=0123456789"}, "security.token: 10 characters"},
+	} {
+		_, stderr, code := weir(t, tc.args...)
+		if code != exitError || !strings.Contains(stderr, tc.want) {
+			t.Errorf("weir %q: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, exitError, tc.want)
+		}
 	}
 }
 

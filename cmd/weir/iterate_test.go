@@ -27,7 +27,7 @@ import (
 func TestClusterIterations(t *testing.T) {
 	needGo(t)
 	t.Parallel()
-	const token = "iterate-token"
+	const token = "iterate-token-0123456789"
 	env := []string{"WEIR_TOKEN=" + token}
 	_, _, rest, _ := startCluster(t, env, []int{2, 2}, "heartbeat.interval=100ms", "heartbeat.timeout=2s")
 	client, err := cluster.NewRESTClient(rest, cluster.Security{Token: token})

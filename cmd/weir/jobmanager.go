@@ -95,7 +95,7 @@ override the --config file and -D. Port 0 picks a free port; the
 JobManager prints the ports it listens on. See docs/cluster.md.`,
 		Example: `  weir jobmanager
   weir jobmanager --config conf.yaml --rest-port 9081
-  WEIR_TOKEN=s3cret weir jobmanager --bind 0.0.0.0 -D security.ssl.enabled=true`,
+  WEIR_TOKEN=$(cat /etc/weir/token) weir jobmanager --bind 0.0.0.0 -D security.ssl.enabled=true`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := flags.load(cmd)

@@ -22,7 +22,7 @@ func newListCommand() *cobra.Command {
 --jobmanager (default rest.address:rest.port), from its GET /jobs. With
 --all, finished, cancelled and failed jobs are listed too.`,
 		Example: `  weir list
-  WEIR_TOKEN=s3cret weir list --jobmanager jm.example.com:8081`,
+  WEIR_TOKEN=$(cat /etc/weir/token) weir list --jobmanager jm.example.com:8081`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := flags.load(cmd)

@@ -174,7 +174,7 @@ func startCluster(t *testing.T, env []string, slots []int, defines ...string) (j
 func TestClusterRunJobs(t *testing.T) {
 	needGo(t)
 	t.Parallel()
-	const token = "run-token"
+	const token = "run-token-0123456789"
 	env := []string{"WEIR_TOKEN=" + token}
 	jm, _, rest, _ := startCluster(t, env, []int{3, 3},
 		"heartbeat.interval=100ms", "heartbeat.timeout=2s", "slot.request.timeout=2s")

@@ -26,7 +26,7 @@ import (
 func TestClusterBatchStagesFailover(t *testing.T) {
 	needGo(t)
 	t.Parallel()
-	const token = "staged-token"
+	const token = "staged-token-0123456789"
 	_, _, rest, _ := startCluster(t, []string{"WEIR_TOKEN=" + token}, []int{1, 1}, "heartbeat.interval=100ms", "heartbeat.timeout=2s")
 	client, err := cluster.NewRESTClient(rest, cluster.Security{Token: token})
 	if err != nil {

@@ -26,7 +26,7 @@ start or after it lost the JobManager, it exits with status 1 and an
 error naming the JobManager's address. A wrong token fails at once.
 See docs/cluster.md.`,
 		Example: `  weir taskmanager --jobmanager 127.0.0.1:6123 --slots 4
-  WEIR_TOKEN=s3cret weir taskmanager --jobmanager jm.example.com:6123 --bind 0.0.0.0 --slots 8`,
+  WEIR_TOKEN=$(cat /etc/weir/token) weir taskmanager --jobmanager jm.example.com:6123 --bind 0.0.0.0 --slots 8`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := flags.load(cmd)

@@ -17,10 +17,6 @@ import (
 	"github.com/weirproject/weir/internal/cluster/rpcpb"
 )
 
-// maxArtifactSize bounds an upload, so that a wrong request cannot fill
-// the JobManager's disk; Go job binaries are tens of megabytes.
-const maxArtifactSize = 1 << 30
-
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // artifactStore keeps job executables by their SHA-256, the JobManager's
@@ -47,7 +43,11 @@ func (s *artifactStore) has(sum string) bool {
 }
 
 // put stores what r yields and returns its SHA-256. With want set, content
-// whose hash differs is refused and not stored.
+// whose hash differs is refused and not stored. The caller bounds r: the
+// REST API by rest.server.max-content-length (restlimits.go); what a
+// TaskManager fetches from its JobManager and what a JobManager restores
+// from high-availability storage were bounded when they were uploaded.
+// When reading r fails, nothing is stored and r's error is returned.
 func (s *artifactStore) put(r io.Reader, want string) (string, error) {
 	tmp, err := os.CreateTemp(s.dir, ".upload-*")
 	if err != nil {
@@ -55,15 +55,12 @@ func (s *artifactStore) put(r io.Reader, want string) (string, error) {
 	}
 	defer os.Remove(tmp.Name())
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(r, maxArtifactSize+1))
+	n, err := io.Copy(io.MultiWriter(tmp, h), r)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return "", err
-	}
-	if n > maxArtifactSize {
-		return "", fmt.Errorf("artifact larger than %d bytes", int64(maxArtifactSize))
 	}
 	if n == 0 {
 		return "", errors.New("empty artifact")

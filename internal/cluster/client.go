@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 )
 
@@ -168,6 +169,13 @@ func (c *RESTClient) do(ctx context.Context, method, path string, body io.Reader
 	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
 	if err != nil {
 		return err
+	}
+	// A file's length, announced, lets a JobManager refuse one over
+	// rest.server.max-content-length before the client sends any of it.
+	if f, ok := body.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			req.ContentLength = fi.Size()
+		}
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)

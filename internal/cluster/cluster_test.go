@@ -311,12 +311,12 @@ func TestTaskManagerGivesUpAfterRegistrationTimeout(t *testing.T) {
 }
 
 func TestJobManagerTokenRequired(t *testing.T) {
-	const token = "s3cret"
+	const token = "s3cret-0123456789abcdef"
 	jm := startJM(t, func(o *JobManagerOptions) { o.Security.Token = token })
 	runTM(t, jm.RPCAddr(), 2, func(o *TaskManagerOptions) { o.Security.Token = token })
 	waitTotals(t, jm, [3]int{1, 2, 2})
 
-	for _, wrong := range []string{"", "wrong"} {
+	for _, wrong := range []string{"", "wrong-token-0123456789"} {
 		start := time.Now()
 		_, done := runTM(t, jm.RPCAddr(), 1, func(o *TaskManagerOptions) { o.Security.Token = wrong })
 		select {
@@ -465,7 +465,7 @@ func writeSelfSigned(t *testing.T) (certFile, keyFile string) {
 
 func TestJobManagerTLS(t *testing.T) {
 	cert, key := writeSelfSigned(t)
-	sec := Security{Token: "t", TLS: TLSFiles{Enabled: true, Cert: cert, Key: key, CA: cert}}
+	sec := Security{Token: testToken, TLS: TLSFiles{Enabled: true, Cert: cert, Key: key, CA: cert}}
 	jm := startJM(t, func(o *JobManagerOptions) { o.Security = sec })
 	if !strings.HasPrefix(jm.RESTURL(), "https://") {
 		t.Fatalf("REST URL %s is not https", jm.RESTURL())
@@ -483,7 +483,7 @@ func TestJobManagerTLS(t *testing.T) {
 	}
 
 	// A client that does not trust the CA is refused by the handshake.
-	untrusting, err := NewRESTClient(strings.TrimPrefix(jm.RESTURL(), "https://"), Security{Token: "t", TLS: TLSFiles{Enabled: true}})
+	untrusting, err := NewRESTClient(strings.TrimPrefix(jm.RESTURL(), "https://"), Security{Token: testToken, TLS: TLSFiles{Enabled: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,7 +494,7 @@ func TestJobManagerTLS(t *testing.T) {
 
 	// A TaskManager speaking plaintext cannot register.
 	_, done := runTM(t, jm.RPCAddr(), 1, func(o *TaskManagerOptions) {
-		o.Security = Security{Token: "t"}
+		o.Security = Security{Token: testToken}
 		o.RegistrationTimeout = 300 * time.Millisecond
 	})
 	select {

@@ -10,7 +10,7 @@ import (
 // The dashboard's files load without the token (the page asks for it);
 // the API still requires it, and unknown paths still answer JSON 404s.
 func TestDashboardServedBesideTheAPI(t *testing.T) {
-	const token = "dash-token"
+	const token = "dash-token-0123456789"
 	jm := startJM(t, func(o *JobManagerOptions) { o.Security.Token = token })
 	base := jm.RESTURL()
 	defer http.DefaultClient.CloseIdleConnections()

@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -127,6 +128,9 @@ func (jm *JobManager) handleJarUpload(w http.ResponseWriter, r *http.Request) {
 	}
 	for {
 		part, err := mr.NextPart()
+		if bodyTooLarge(w, r, err) {
+			return
+		}
 		if err != nil {
 			writeError(w, http.StatusBadRequest, `jar upload: no form field "jarfile" with the program's executable`)
 			return
@@ -138,6 +142,9 @@ func (jm *JobManager) handleJarUpload(w http.ResponseWriter, r *http.Request) {
 		name := jarName(part.FileName())
 		sum, err := jm.artifacts.put(part, "")
 		part.Close()
+		if bodyTooLarge(w, r, err) {
+			return
+		}
 		if err != nil {
 			writeError(w, http.StatusBadRequest, "jar upload: "+err.Error())
 			return
@@ -154,6 +161,15 @@ func (jm *JobManager) handleJarUpload(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// jarLinkPrefix starts the temporary name under which linkJar makes a
+// jar's link before renaming it into place. A jar ID starts with a hash,
+// so GET /jars never lists such a name.
+const jarLinkPrefix = ".link-"
+
+// legacyJarTemp matches the temporary names of older versions,
+// "<jar ID>.tmp-<16 hex digits>", which look like jar IDs themselves.
+var legacyJarTemp = regexp.MustCompile(`\.tmp-[0-9a-f]{16}$`)
+
 // linkJar lists artifact sum as jar id and returns the jar's path.
 func (jm *JobManager) linkJar(sum, id string) (string, error) {
 	dir := jm.jarsDir()
@@ -161,12 +177,16 @@ func (jm *JobManager) linkJar(sum, id string) (string, error) {
 		return "", err
 	}
 	path := filepath.Join(dir, id)
-	tmp := path + ".tmp-" + newID()
+	tmp := filepath.Join(dir, jarLinkPrefix+newID())
 	if err := os.Link(jm.artifacts.path(sum), tmp); err != nil {
 		return "", err
 	}
+	// Removed whatever happens: a rename of one hard link onto another of
+	// the same file succeeds without doing anything (rename(2)), so an
+	// upload of a program already listed under its name leaves tmp. A
+	// rename that did move it leaves nothing to remove.
+	defer os.Remove(tmp)
 	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
 		return "", err
 	}
 	// The upload time, which a hard link to an artifact stored before
@@ -174,6 +194,35 @@ func (jm *JobManager) linkJar(sum, id string) (string, error) {
 	now := time.Now()
 	os.Chtimes(path, now, now)
 	return path, nil
+}
+
+// removeJarTemps removes what a JobManager stopped in the middle of
+// linkJar left in the jars directory of a working directory it reuses
+// (process.working-dir), and what older versions left there: they kept
+// the temporary link of every upload of a program already listed, under
+// a name "<jar ID>.tmp-<hex>" that GET /jars listed as a jar. Such a
+// name is removed only when it is another link to the jar it names, so
+// that a program uploaded under a name of that form stays.
+func (jm *JobManager) removeJarTemps() {
+	dir := jm.jarsDir()
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case strings.HasPrefix(name, jarLinkPrefix):
+		case legacyJarTemp.MatchString(name):
+			tmp, err1 := os.Stat(filepath.Join(dir, name))
+			jar, err2 := os.Stat(filepath.Join(dir, legacyJarTemp.ReplaceAllString(name, "")))
+			if err1 != nil || err2 != nil || !os.SameFile(tmp, jar) {
+				continue
+			}
+		default:
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			jm.log.Warn("cannot remove a temporary link of an uploaded program", "file", name, "error", err)
+		}
+	}
 }
 
 func (jm *JobManager) handleJars(w http.ResponseWriter, r *http.Request) {

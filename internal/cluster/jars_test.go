@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -260,4 +261,91 @@ func TestSplitArgs(t *testing.T) {
 			t.Errorf("splitArgs(%q): no error", in)
 		}
 	}
+}
+
+// TestJarReuploadLeavesNoTemporaryLinks: uploading a program again under
+// the same name lists it once and leaves nothing else in the jars
+// directory. The jar's link used to be renamed onto the existing one,
+// which rename(2) does not do for two links of the same file, and the
+// temporary link stayed, listed by GET /jars as another jar.
+func TestJarReuploadLeavesNoTemporaryLinks(t *testing.T) {
+	jm := startJM(t, nil)
+	base := jm.RESTURL()
+	defer http.DefaultClient.CloseIdleConnections()
+	var ids []string
+	for _, name := range []string{"program", "program", "program", "other"} {
+		code, body := uploadJar(t, base, "jarfile", name, jarProgram)
+		if code != http.StatusOK {
+			t.Fatalf("POST /jars/upload = %d %s", code, body)
+		}
+		var up JarUploadJSON
+		if err := json.Unmarshal(body, &up); err != nil {
+			t.Fatal(err)
+		}
+		if id := filepath.Base(up.Filename); !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	var list JarListJSON
+	decodeGet(t, base, "/jars", &list)
+	var listed []string
+	for _, f := range list.Files {
+		listed = append(listed, f.ID)
+	}
+	slices.Sort(ids)
+	slices.Sort(listed)
+	if !slices.Equal(listed, ids) {
+		t.Errorf("GET /jars lists %q, want %q", listed, ids)
+	}
+	if files := dirNames(t, jm.jarsDir()); !slices.Equal(files, ids) {
+		t.Errorf("the jars directory holds %q, want %q", files, ids)
+	}
+}
+
+// TestJarTemporaryLinksRemovedAtStart: a JobManager that reuses its
+// working directory removes the temporary links that one stopped in
+// the middle of an upload left, and those of older versions, but keeps
+// a program whose name only looks like one.
+func TestJarTemporaryLinksRemovedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	jm := startJM(t, func(o *JobManagerOptions) { o.WorkingDir = dir })
+	code, body := uploadJar(t, jm.RESTURL(), "jarfile", "program", jarProgram)
+	if code != http.StatusOK {
+		t.Fatalf("POST /jars/upload = %d %s", code, body)
+	}
+	var up JarUploadJSON
+	if err := json.Unmarshal(body, &up); err != nil {
+		t.Fatal(err)
+	}
+	id := filepath.Base(up.Filename)
+	sum, _, _ := jarIDParts(id)
+	jars := jm.jarsDir()
+	jm.Close()
+	http.DefaultClient.CloseIdleConnections()
+
+	lookalike := sum + "_look.tmp-0123456789abcdef" // no jar "<sum>_look"
+	for _, name := range []string{".link-0123456789abcdef", id + ".tmp-0123456789abcdef", lookalike} {
+		if err := os.Link(filepath.Join(jars, id), filepath.Join(jars, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jm = startJM(t, func(o *JobManagerOptions) { o.WorkingDir = dir })
+	want := []string{id, lookalike}
+	slices.Sort(want)
+	if files := dirNames(t, jars); !slices.Equal(files, want) {
+		t.Errorf("after a restart the jars directory holds %q, want %q", files, want)
+	}
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }

@@ -50,6 +50,10 @@ type JobManagerOptions struct {
 	WorkingDir string
 	Security   Security
 	Logger     *slog.Logger // nil = slog.Default()
+	// MaxContentLength is rest.server.max-content-length, the largest
+	// request body the REST API reads (an uploaded program); 0 = its
+	// default. Other bodies have smaller limits (restBodyLimits).
+	MaxContentLength int64
 	// HA, when set, makes the JobManager one candidate of a highly
 	// available cluster (high-availability.type: etcd): it serves only
 	// while it leads. The caller opens and closes the services.
@@ -83,6 +87,9 @@ func (o *JobManagerOptions) validate() error {
 		return fmt.Errorf("slot.request.timeout must not be negative, got %v", o.SlotRequestTimeout)
 	}
 	if err := o.Security.TLS.check(); err != nil {
+		return err
+	}
+	if err := CheckToken(o.Security.Token); err != nil {
 		return err
 	}
 	return o.Security.checkBind("JobManager", o.BindHost)
@@ -137,7 +144,8 @@ type monitor struct {
 }
 
 // StartJobManager listens on the RPC and REST ports and serves them until
-// Close. It refuses a non-loopback BindHost without a token.
+// Close. It refuses a non-loopback BindHost without a token, and a token
+// that CheckToken refuses.
 func StartJobManager(opts JobManagerOptions) (*JobManager, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
@@ -183,6 +191,7 @@ func StartJobManager(opts JobManagerOptions) (*JobManager, error) {
 		jm.removeTempDir()
 		return nil, err
 	}
+	jm.removeJarTemps()
 
 	jm.rpcLn, err = net.Listen("tcp", net.JoinHostPort(opts.BindHost, strconv.Itoa(opts.RPCPort)))
 	if err != nil {

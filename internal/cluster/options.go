@@ -37,6 +37,7 @@ func JobManagerOptionsFrom(cfg *config.Configuration) JobManagerOptions {
 		EvenlySpreadOutSlots: config.ClusterEvenlySpreadOutSlots.Get(cfg),
 		DefaultParallelism:   max(1, config.Parallelism.Get(cfg)),
 		WorkingDir:           config.ProcessWorkingDir.Get(cfg),
+		MaxContentLength:     config.RESTServerMaxContentLength.Get(cfg),
 		AdvertisedHost:       advertisedJobManagerHost(cfg),
 		Reactive:             config.SchedulerMode.Get(cfg) == config.SchedulerModeReactive,
 		PrometheusPort:       config.PrometheusPort.Get(cfg),

@@ -80,6 +80,7 @@ func (jm *JobManager) restHandler() http.Handler {
 			handlers[http.MethodHead] = h
 		}
 		allowed := slices.Sorted(maps.Keys(handlers))
+		limit := jm.bodyLimit(pattern)
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			h, ok := handlers[r.Method]
 			if !ok {
@@ -87,7 +88,9 @@ func (jm *JobManager) restHandler() http.Handler {
 				writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path))
 				return
 			}
-			h(w, r)
+			if r, ok = limitBody(w, r, limit); ok {
+				h(w, r)
+			}
 		})
 	}
 	get := func(h http.HandlerFunc) map[string]http.HandlerFunc {
@@ -233,6 +236,9 @@ func (jm *JobManager) handleUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sum, err := jm.artifacts.put(r.Body, want)
+	if bodyTooLarge(w, r, err) {
+		return
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "artifact upload: "+err.Error())
 		return
@@ -337,12 +343,13 @@ func (jm *JobManager) handleSavepointStatus(w http.ResponseWriter, r *http.Reque
 	}
 }
 
-// readJSON decodes a request body of at most 16 MiB into v, or answers
-// 400 and returns false.
+// readJSON decodes the request body into v, or answers 400 (413 for a
+// body over the endpoint's limit) and returns false.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 16<<20))
-	if err := dec.Decode(v); err != nil {
-		writeError(w, http.StatusBadRequest, "request body: "+err.Error())
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		if !bodyTooLarge(w, r, err) {
+			writeError(w, http.StatusBadRequest, "request body: "+err.Error())
+		}
 		return false
 	}
 	return true

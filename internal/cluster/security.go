@@ -77,6 +77,53 @@ func (f TLSFiles) check() error {
 	}
 }
 
+// MinTokenLength is the least number of non-space characters a server
+// accepts in security.token.
+const MinTokenLength = 16
+
+// CheckToken refuses a security.token that a JobManager or TaskManager
+// should not serve with, saying why: one that is set but short enough to
+// guess, white space only, or with white space at either end. HTTP and
+// gRPC drop white space around a header's value, so no client could
+// present such a token, yet it would count as set and allow a bind
+// beyond loopback. It also refuses characters that a gRPC header cannot
+// carry (anything but printable ASCII). No token ("") is not refused
+// here; checkBind decides where a server may run without one. Clients
+// need not call it: they send what they were given and the server
+// judges it. The message never shows the token.
+func CheckToken(token string) error {
+	if token == "" {
+		return nil
+	}
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("security.token: "+format+" (--token and WEIR_TOKEN set it too; openssl rand -hex 32 makes a good one)", args...)
+	}
+	trimmed := strings.TrimSpace(token)
+	switch {
+	case trimmed == "":
+		return refuse("%d characters, all white space; a token needs at least %d non-space characters", len(token), MinTokenLength)
+	case trimmed != token:
+		return refuse("white space at its start or end, which clients cannot send (HTTP and gRPC strip it from headers); remove it")
+	}
+	n := 0
+	for _, r := range token {
+		if r < ' ' || r > '~' {
+			return refuse("a character that is not printable ASCII, which gRPC metadata cannot carry")
+		}
+		if r != ' ' {
+			n++
+		}
+	}
+	if n < MinTokenLength {
+		what := "characters"
+		if n != len(token) {
+			what = "non-space characters"
+		}
+		return refuse("%d %s; a token needs at least %d non-space characters", n, what, MinTokenLength)
+	}
+	return nil
+}
+
 // checkBind refuses to serve an address other hosts can reach without a
 // token: the control plane can run code on every TaskManager once job
 // submission exists, so an open one is a remote-execution hole.

@@ -64,6 +64,11 @@ func StartStandalone(ctx context.Context, opts StandaloneOptions) error {
 	if opts.TaskManagers < 1 || opts.Slots < 1 {
 		return fmt.Errorf("cluster start: need at least 1 taskmanager with at least 1 slot, got %d with %d", opts.TaskManagers, opts.Slots)
 	}
+	// The processes would refuse the token too, each in its log; refusing
+	// it here says so on the terminal and starts nothing.
+	if err := CheckToken(opts.Security.Token); err != nil {
+		return err
+	}
 	dir, err := makeStandaloneDir(opts.Dir)
 	if err != nil {
 		return err

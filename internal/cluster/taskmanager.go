@@ -110,6 +110,9 @@ func NewTaskManager(opts TaskManagerOptions) (*TaskManager, error) {
 	if err := opts.Security.TLS.check(); err != nil {
 		return nil, err
 	}
+	if err := CheckToken(opts.Security.Token); err != nil {
+		return nil, err
+	}
 	if err := opts.Security.checkBind("TaskManager", opts.BindHost); err != nil {
 		return nil, err
 	}

@@ -456,7 +456,7 @@ func TestRunCreatesConfigMapAndPods(t *testing.T) {
 	if err := cfg.Core.Set("jobmanager.rpc.address", "wc-jobmanager"); err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.Core.Set("security.token", "s3cret"); err != nil {
+	if err := cfg.Core.Set("security.token", "s3cret-0123456789abcdef"); err != nil {
 		t.Fatal(err)
 	}
 	rm, client, c := newRM(t, cfg)
@@ -480,7 +480,7 @@ func TestRunCreatesConfigMapAndPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := cm.Data[ConfigFile]
-	if strings.Contains(data, "s3cret") {
+	if strings.Contains(data, "s3cret-0123456789abcdef") {
 		t.Fatalf("the token is in the ConfigMap:\n%s", data)
 	}
 	path := t.TempDir() + "/config.yaml"

@@ -89,6 +89,11 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		return errors.New("security.ssl.enabled: the native mode does not mount TLS files into TaskManager pods yet; " +
 			"use a session cluster (deploy/kubernetes/manifests/session) for TLS")
 	}
+	// StartJobManager would refuse the token too, but only after the
+	// client and the owner lookup; refused here, nothing has started.
+	if err := cluster.CheckToken(config.SecurityToken.Get(s.Core)); err != nil {
+		return err
+	}
 	if opts.TokenSecret == "" {
 		return fmt.Errorf("%s is required: TaskManager pods listen on their pod IP, which needs the cluster's token, "+
 			"and get it from that Secret (key \"token\")", native.KeyTokenSecret)

@@ -66,16 +66,20 @@ func TestRunRejects(t *testing.T) {
 	for _, tc := range []struct {
 		config string
 		args   []string
+		env    map[string]string
 		want   string
 	}{
-		{"kubernetes.cluster-id: wc\nkubernetes.container.image: i\n", nil, "kubernetes.token-secret is required"},
-		{baseConfig, []string{"-D", "kubernetes.taskmanager.gpus=1"}, `unknown key "kubernetes.taskmanager.gpus"`},
-		{baseConfig, []string{"-D", "security.ssl.enabled=true"}, "does not mount TLS files"},
-		{baseConfig + "taskmanager.slotz: 2\n", nil, `unknown key "taskmanager.slotz"`},
-		{"kubernetes.container.image: i\n", nil, "kubernetes.cluster-id is required"},
+		{"kubernetes.cluster-id: wc\nkubernetes.container.image: i\n", nil, nil, "kubernetes.token-secret is required"},
+		{baseConfig, []string{"-D", "kubernetes.taskmanager.gpus=1"}, nil, `unknown key "kubernetes.taskmanager.gpus"`},
+		{baseConfig, []string{"-D", "security.ssl.enabled=true"}, nil, "does not mount TLS files"},
+		{baseConfig + "taskmanager.slotz: 2\n", nil, nil, `unknown key "taskmanager.slotz"`},
+		{"kubernetes.container.image: i\n", nil, nil, "kubernetes.cluster-id is required"},
+		{baseConfig, nil, map[string]string{"WEIR_TOKEN": "s3cret"}, "security.token: 6 characters; a token needs at least 16"},
+		{baseConfig, nil, map[string]string{"WEIR_TOKEN": strings.Repeat(" ", 20)}, "security.token: 20 characters, all white space"},
+		{baseConfig, nil, map[string]string{"WEIR_TOKEN": "0123456789abcdef0123\n"}, "security.token: white space at its start or end"},
 	} {
 		args := append([]string{"--config", writeConfig(t, tc.config)}, tc.args...)
-		err := run(context.Background(), args, envOf(nil), io.Discard, io.Discard, noClient)
+		err := run(context.Background(), args, envOf(tc.env), io.Discard, io.Discard, noClient)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
 		}
