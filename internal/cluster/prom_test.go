@@ -3,11 +3,17 @@ package cluster
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // scrape GETs url with client, the bearer token when token is set and the
@@ -130,5 +136,122 @@ func TestPrometheusEndpointsServeTLS(t *testing.T) {
 		for _, c := range []*http.Client{plain, trusting, member} {
 			c.CloseIdleConnections()
 		}
+	}
+}
+
+// TestPrometheusScrapesWithTheToken runs Prometheus itself against a
+// JobManager's endpoint with a token and mutual TLS, configured as
+// docs/metrics.md says: the token from a bearer credentials_file, the CA,
+// certificate and key in tls_config. That scrape job's target is up; a
+// second one without the token is down with 401.
+func TestPrometheusScrapesWithTheToken(t *testing.T) {
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		if os.Getenv("WEIR_REQUIRE_SYSTEMS") == "1" {
+			t.Fatal("prometheus (Debian's prometheus) is not installed; WEIR_REQUIRE_SYSTEMS=1 requires it")
+		}
+		t.Skip("prometheus (Debian's prometheus) is not installed")
+	}
+	cert, key := writeSelfSigned(t)
+	const token = "scrape-s3cret"
+	jm := startJM(t, func(o *JobManagerOptions) {
+		o.Security = Security{Token: token, TLS: TLSFiles{Enabled: true, Mutual: true, Cert: cert, Key: key, CA: cert}}
+		o.PrometheusPort = "0"
+	})
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimSuffix(strings.TrimPrefix(jm.PrometheusURL(), "https://"), "/metrics")
+	config := fmt.Sprintf(`global: {scrape_interval: 500ms, scrape_timeout: 500ms}
+scrape_configs:
+  - job_name: weir
+    scheme: https
+    authorization: {type: Bearer, credentials_file: %[1]q}
+    tls_config: {ca_file: %[2]q, cert_file: %[2]q, key_file: %[3]q}
+    static_configs: [{targets: [%[4]q]}]
+  - job_name: without-token
+    scheme: https
+    tls_config: {ca_file: %[2]q, cert_file: %[2]q, key_file: %[3]q}
+    static_configs: [{targets: [%[4]q]}]
+`, tokenFile, cert, key, addr)
+	configFile := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := ln.Addr().String()
+	ln.Close()
+	var logs strings.Builder
+	cmd := exec.Command(bin, "--config.file="+configFile, "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+web)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("prometheus:\n%s", logs.String())
+		}
+	})
+
+	// Prometheus's view of its targets, until both were scraped.
+	type target struct {
+		Labels     map[string]string `json:"labels"`
+		Health     string            `json:"health"`
+		LastError  string            `json:"lastError"`
+		LastScrape time.Time         `json:"lastScrape"`
+	}
+	client := &http.Client{Timeout: 2 * time.Second}
+	defer client.CloseIdleConnections()
+	var health map[string]target
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(20 * time.Second)
+	for len(health) < 2 {
+		select {
+		case <-tick.C:
+		case <-exited:
+			t.Fatal("prometheus exited")
+		case <-deadline:
+			t.Fatalf("prometheus did not scrape both jobs within 20s: %+v", health)
+		}
+		resp, err := client.Get("http://" + web + "/api/v1/targets")
+		if err != nil {
+			continue // not listening yet
+		}
+		if resp.StatusCode != http.StatusOK { // 503 until its storage is open
+			resp.Body.Close()
+			continue
+		}
+		var answer struct {
+			Data struct {
+				ActiveTargets []target `json:"activeTargets"`
+			} `json:"data"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&answer)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("GET /api/v1/targets: %v", err)
+		}
+		health = map[string]target{}
+		for _, tg := range answer.Data.ActiveTargets {
+			if !tg.LastScrape.IsZero() && tg.Health != "unknown" {
+				health[tg.Labels["job"]] = tg
+			}
+		}
+	}
+	if tg := health["weir"]; tg.Health != "up" {
+		t.Errorf("the scrape with the token: %s (%s), want up", tg.Health, tg.LastError)
+	}
+	if tg := health["without-token"]; tg.Health != "down" || !strings.Contains(tg.LastError, "401") {
+		t.Errorf("the scrape without the token: %s (%s), want down with 401", tg.Health, tg.LastError)
 	}
 }
