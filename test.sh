@@ -34,8 +34,10 @@ if ! command -v chromium >/dev/null 2>&1; then
 	missing+=(chromium)
 fi
 # promtool (Debian's prometheus) parses the Prometheus endpoints of a
-# JobManager and a TaskManager in cmd/weir's TestPrometheusEndpoints.
-if ! command -v promtool >/dev/null 2>&1; then
+# JobManager and a TaskManager in cmd/weir's TestPrometheusEndpoints, and
+# prometheus scrapes one with a token and mutual TLS in internal/cluster's
+# TestPrometheusScrapesWithTheToken.
+if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then
 	missing+=(prometheus)
 fi
 if [ ${#missing[@]} -gt 0 ]; then

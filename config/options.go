@@ -128,15 +128,19 @@ var (
 	PrometheusPort = stringOption("metrics.reporter.prom.port", "",
 		"Port, or range of ports (9249-9260: the first free one), on which the JobManager and every TaskManager serve "+
 			"their metrics in Prometheus's text format at /metrics, with Flink's names prefixed weir_ and Flink's scope labels. "+
-			"Empty: no Prometheus endpoint besides the JobManager's /metrics on its REST port. They listen on the process's bind host.")
+			"Empty: no Prometheus endpoint besides the JobManager's /metrics on its REST port. They listen on the process's bind host "+
+			"and are guarded as the REST API is: security.token (scrape with a bearer credential), TLS and mutual TLS (security.ssl.*), "+
+			"and the host names of rest.allowed-hosts.")
 
 	RESTAddress = stringOption("rest.address", "127.0.0.1",
 		"Host of the JobManager's REST API, which the weir command line dials together with rest.port.")
 
 	RESTAllowedHosts = stringOption("rest.allowed-hosts", "",
-		"Comma-separated host names, besides its own, under which the JobManager's REST API and dashboard answer "+
-			"(the Host of a request). Its own are IP addresses, localhost, the machine's host name, rest.address, "+
-			"jobmanager.bind-host and jobmanager.rpc.address. Add the names of a proxy or a load balancer in front of it; "+
+		"Comma-separated host names, besides its own, under which the JobManager's REST API and dashboard, and the "+
+			"Prometheus endpoints (metrics.reporter.prom.port) of the JobManager and the TaskManagers, answer "+
+			"(the Host of a request). Their own are IP addresses, localhost, the machine's host name, rest.address, "+
+			"the bind host and jobmanager.rpc.address (a TaskManager's: taskmanager.host). "+
+			"Add the names of a proxy or a load balancer in front of it, or those Prometheus scrapes by; "+
 			"* answers any name. A request for another name gets 421: a web page that reached the API under a name "+
 			"of its own (DNS rebinding) could otherwise act as the dashboard.")
 
@@ -209,7 +213,7 @@ var (
 // Security options of the cluster.
 var (
 	SecurityToken = stringOption("security.token", "",
-		"Shared secret that every RPC and REST request must carry (as \"Authorization: Bearer TOKEN\"); "+
+		"Shared secret that every RPC, REST request and Prometheus scrape must carry (as \"Authorization: Bearer TOKEN\"); "+
 			"TaskManagers and the weir command line send it. Required when the JobManager or a TaskManager "+
 			"listens on a non-loopback address. The WEIR_TOKEN environment variable and --token also set it, "+
 			"and keep it out of files. JobManagers, TaskManagers and weir cluster start refuse a token of fewer "+
@@ -217,10 +221,10 @@ var (
 			"than printable ASCII (openssl rand -hex 32 makes a good one).")
 
 	SSLEnabled = boolOption("security.ssl.enabled", false,
-		"Use TLS for the cluster's RPC and REST connections, both serving and dialing.")
+		"Use TLS for the cluster's RPC, REST and Prometheus connections, both serving and dialing.")
 
 	SSLCert = stringOption("security.ssl.cert", "",
-		"PEM certificate (chain) that this process's RPC and REST servers present when security.ssl.enabled is true, "+
+		"PEM certificate (chain) that this process's RPC, REST and Prometheus servers present when security.ssl.enabled is true, "+
 			"and its clients too with security.ssl.mutual.")
 
 	SSLKey = stringOption("security.ssl.key", "",
@@ -232,7 +236,7 @@ var (
 			"Empty trusts the system's roots (not allowed with security.ssl.mutual).")
 
 	SSLMutual = boolOption("security.ssl.mutual", false,
-		"Mutual TLS: with security.ssl.enabled, every server (JobManager RPC and REST, TaskManager RPC, "+
+		"Mutual TLS: with security.ssl.enabled, every server (JobManager RPC and REST, TaskManager RPC, the Prometheus endpoints, "+
 			"the job workers' data connections) requires a client certificate signed by security.ssl.ca, "+
 			"and every client (TaskManagers, the JobManager, workers, the weir command line) presents "+
 			"security.ssl.cert and security.ssl.key. Every process then needs all three of them.")

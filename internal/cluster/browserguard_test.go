@@ -59,7 +59,7 @@ func TestBrowserGuard(t *testing.T) {
 func TestRefusalLogBounded(t *testing.T) {
 	var logged bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logged, nil))
-	h := requireToken("0123456789abcdef-token", log, http.NotFoundHandler())
+	h := requireToken("0123456789abcdef-token", newRefusalLog(log).warn, http.NotFoundHandler())
 	long := "/" + strings.Repeat("$(touch_x)", 90_000)
 	start := time.Now()
 	for range 200 {

@@ -116,7 +116,8 @@ type JobManager struct {
 	rpcLn      net.Listener
 	restServer *http.Server
 	restLn     net.Listener
-	stopProm   func() // the Prometheus endpoint's, when it has one
+	promURL    string // of the Prometheus endpoint, when it has one
+	stopProm   func()
 	dialOpts   []grpc.DialOption
 
 	ctx    context.Context // cancelled by Close; parents the heartbeat loops
@@ -163,7 +164,11 @@ func StartJobManager(opts JobManagerOptions) (*JobManager, error) {
 	if err != nil {
 		return nil, err
 	}
-	restTLS := opts.Security.TLS.Enabled
+	// REST and Prometheus serve TLS as the RPC server does.
+	httpTLS, err := opts.Security.httpTLS()
+	if err != nil {
+		return nil, err
+	}
 
 	jm := &JobManager{
 		opts:     opts,
@@ -212,8 +217,9 @@ func StartJobManager(opts JobManagerOptions) (*JobManager, error) {
 			jm.removeTempDir()
 			return nil, err
 		}
-		jm.stopProm = servePrometheus(ln, jm.metrics.registry, jm.log)
-		jm.log.Info("prometheus metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+		jm.promURL = prometheusURL(ln, httpTLS)
+		jm.stopProm = servePrometheus(ln, jm.metrics.registry, opts.Security.Token, jm.hostGuard(), httpTLS, jm.log)
+		jm.log.Info("prometheus metrics", "url", jm.promURL)
 	}
 	jm.rpcServer = grpc.NewServer(serverOpts...)
 	rpcpb.RegisterJobManagerServer(jm.rpcServer, &jmService{jm: jm})
@@ -224,16 +230,7 @@ func StartJobManager(opts JobManagerOptions) (*JobManager, error) {
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(jm.log.Handler(), slog.LevelWarn),
-	}
-	if restTLS {
-		cfg, err := opts.Security.TLS.serverConfig()
-		if err != nil {
-			jm.rpcLn.Close()
-			jm.restLn.Close()
-			jm.removeTempDir()
-			return nil, err
-		}
-		jm.restServer.TLSConfig = cfg
+		TLSConfig:         httpTLS.Clone(), // not shared: the server changes its own
 	}
 
 	jm.wg.Add(2)
@@ -245,13 +242,7 @@ func StartJobManager(opts JobManagerOptions) (*JobManager, error) {
 	}()
 	go func() {
 		defer jm.wg.Done()
-		var err error
-		if restTLS {
-			err = jm.restServer.ServeTLS(jm.restLn, "", "")
-		} else {
-			err = jm.restServer.Serve(jm.restLn)
-		}
-		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := serveHTTP(jm.restServer, jm.restLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			jm.failed <- fmt.Errorf("jobmanager REST server: %w", err)
 		}
 	}()
@@ -284,6 +275,10 @@ func (jm *JobManager) RESTURL() string {
 	}
 	return scheme + "://" + jm.restLn.Addr().String()
 }
+
+// PrometheusURL returns the URL of the Prometheus endpoint
+// (metrics.reporter.prom.port), "" when it has none.
+func (jm *JobManager) PrometheusURL() string { return jm.promURL }
 
 // Pool returns the JobManager's slot pool.
 func (jm *JobManager) Pool() *SlotPool { return jm.pool }

@@ -84,6 +84,7 @@ func TaskManagerOptionsFrom(cfg *config.Configuration) TaskManagerOptions {
 		Security:            SecurityFrom(cfg),
 		WorkingDir:          config.ProcessWorkingDir.Get(cfg),
 		PrometheusPort:      config.PrometheusPort.Get(cfg),
+		AllowedHosts:        allowedRESTHosts(cfg),
 	}
 }
 

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -63,15 +64,27 @@ func parsePortRange(spec string) (from, to int, err error) {
 	return from, to, nil
 }
 
-// servePrometheus serves reg at /metrics on ln until the returned stop.
-func servePrometheus(ln net.Listener, reg *prometheus.Registry, log *slog.Logger) (stop func()) {
+// servePrometheus serves reg at /metrics on ln until the returned stop,
+// behind the guards of the REST API: the Host and Origin checks
+// (browserGuard), then the token (requireToken), and TLS when tlsCfg (the
+// process's httpTLS) is set. Prometheus sends the token with
+// authorization: {type: Bearer, credentials_file: ...} and verifies the
+// server, and with mutual TLS presents its certificate, by tls_config.
+func servePrometheus(ln net.Listener, reg *prometheus.Registry, token string, hosts *hostGuard, tlsCfg *tls.Config, log *slog.Logger) (stop func()) {
+	log = log.With("endpoint", "prometheus")
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	refusals := newRefusalLog(log)
+	srv := &http.Server{
+		Handler:           browserGuard(hosts, refusals.warn, requireToken(token, refusals.warn, mux)),
+		TLSConfig:         tlsCfg.Clone(), // the server changes its own (http2ConfigureServer)
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := serveHTTP(srv, ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("prometheus endpoint failed", "error", err)
 		}
 	}()
@@ -81,6 +94,14 @@ func servePrometheus(ln net.Listener, reg *prometheus.Registry, log *slog.Logger
 		srv.Shutdown(ctx)
 		<-done
 	}
+}
+
+// prometheusURL is the URL of a Prometheus endpoint on ln.
+func prometheusURL(ln net.Listener, tlsCfg *tls.Config) string {
+	if tlsCfg != nil {
+		return "https://" + ln.Addr().String() + "/metrics"
+	}
+	return "http://" + ln.Addr().String() + "/metrics"
 }
 
 // ProcessMetricsJSON are a worker process's own figures, which its status

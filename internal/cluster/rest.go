@@ -136,8 +136,14 @@ func (jm *JobManager) restHandler() http.Handler {
 	}
 	// The browser checks come first: they guard the dashboard's files
 	// too, and they matter most without a token (browserguard.go).
-	hosts := newHostGuard(jm.opts.AllowedHosts, jm.opts.BindHost, jm.opts.AdvertisedHost)
-	return browserGuard(hosts, newRefusalLog(jm.log).warn, WithDashboard(requireToken(jm.opts.Security.Token, jm.log, api)))
+	refusals := newRefusalLog(jm.log.With("endpoint", "rest"))
+	return browserGuard(jm.hostGuard(), refusals.warn, WithDashboard(requireToken(jm.opts.Security.Token, refusals.warn, api)))
+}
+
+// hostGuard admits the names of the JobManager's HTTP servers, REST and
+// Prometheus.
+func (jm *JobManager) hostGuard() *hostGuard {
+	return newHostGuard(jm.opts.AllowedHosts, jm.opts.BindHost, jm.opts.AdvertisedHost)
 }
 
 func (jm *JobManager) overview() Overview {

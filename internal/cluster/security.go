@@ -27,12 +27,12 @@ import (
 // serve the RPC servers, the REST API and their clients.
 type Security struct {
 	// Token, when set, must accompany every RPC (gRPC metadata
-	// "authorization: Bearer TOKEN") and REST request (the Authorization
-	// header); clients send it.
+	// "authorization: Bearer TOKEN") and every request to REST and to the
+	// Prometheus endpoints (the Authorization header); clients send it.
 	Token string
-	// TLS turns on TLS for RPC and REST when Cert and Key are set (servers)
-	// or Enabled is set (clients, which verify the server against CA, or
-	// the system's roots when CA is empty).
+	// TLS turns on TLS for RPC, REST and Prometheus when Cert and Key are
+	// set (servers) or Enabled is set (clients, which verify the server
+	// against CA, or the system's roots when CA is empty).
 	TLS TLSFiles
 }
 
@@ -179,6 +179,26 @@ func (f TLSFiles) serverConfig() (*tls.Config, error) {
 	return cfg, nil
 }
 
+// httpTLS is the TLS configuration of the process's HTTP servers (the
+// REST API, the Prometheus endpoints), nil without TLS: the RPC servers'
+// serverConfig, so that with mutual TLS they too want a client
+// certificate. Each http.Server needs its own Clone: serving changes it.
+func (s Security) httpTLS() (*tls.Config, error) {
+	if !s.TLS.Enabled {
+		return nil, nil
+	}
+	return s.TLS.serverConfig()
+}
+
+// serveHTTP serves srv on ln, with TLS when srv.TLSConfig is set (from
+// httpTLS), until srv is shut down.
+func serveHTTP(srv *http.Server, ln net.Listener) error {
+	if srv.TLSConfig != nil {
+		return srv.ServeTLS(ln, "", "")
+	}
+	return srv.Serve(ln)
+}
+
 func (f TLSFiles) clientConfig() (*tls.Config, error) {
 	if err := f.check(); err != nil {
 		return nil, err
@@ -291,14 +311,15 @@ func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]strin
 func (b bearer) RequireTransportSecurity() bool { return false }
 
 // requireToken wraps h so that requests without the token get 401.
-func requireToken(token string, log *slog.Logger, h http.Handler) http.Handler {
+// Refusals are logged through logRefusal, which rate-limits them
+// (refusalLog).
+func requireToken(token string, logRefusal func(msg string, args ...any), h http.Handler) http.Handler {
 	if token == "" {
 		return h
 	}
-	refusals := newRefusalLog(log)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !validBearer(r.Header.Values("Authorization"), token) {
-			refusals.warn("rejected a REST request without a valid token", "path", loggedPath(r), "peer", r.RemoteAddr)
+			logRefusal("rejected an HTTP request without a valid token", "path", loggedPath(r), "peer", r.RemoteAddr)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="weir"`)
 			writeError(w, http.StatusUnauthorized, "missing or invalid bearer token: send \"Authorization: Bearer TOKEN\" with the cluster's security.token")
 			return

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -50,6 +51,10 @@ type TaskManagerOptions struct {
 	// PrometheusPort is metrics.reporter.prom.port: a port or range on
 	// which the TaskManager serves its and its tasks' metrics; "" = none.
 	PrometheusPort string
+	// AllowedHosts are names under which the Prometheus endpoint answers
+	// besides the TaskManager's own (rest.allowed-hosts; "*" = any), as
+	// the JobManager's HTTP servers do: see newHostGuard.
+	AllowedHosts []string
 }
 
 // TaskManager offers slots to a JobManager. This slice of it registers,
@@ -67,6 +72,10 @@ type TaskManager struct {
 	dialOpts []grpc.DialOption
 	// gatewayLn is the loopback listener of the workers' gateway.
 	gatewayLn net.Listener
+	// promLn is the Prometheus endpoint's listener, nil without one;
+	// httpTLS its TLS configuration, nil without TLS.
+	promLn  net.Listener
+	httpTLS *tls.Config
 
 	workDir       string
 	removeWorkDir bool
@@ -93,8 +102,9 @@ type TaskManager struct {
 	hbTimeout     time.Duration
 }
 
-// NewTaskManager listens on the TaskManager's RPC port. Call Run to
-// register and serve; Run releases what NewTaskManager acquired.
+// NewTaskManager listens on the TaskManager's RPC port, its workers'
+// gateway and its Prometheus port (when it has one). Call Run to register
+// and serve; Run releases what NewTaskManager acquired.
 func NewTaskManager(opts TaskManagerOptions) (*TaskManager, error) {
 	switch {
 	case opts.JobManagerAddress == "" && opts.HA == nil:
@@ -129,11 +139,15 @@ func NewTaskManager(opts TaskManagerOptions) (*TaskManager, error) {
 	if err != nil {
 		return nil, err
 	}
+	httpTLS, err := opts.Security.httpTLS()
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(opts.BindHost, strconv.Itoa(opts.RPCPort)))
 	if err != nil {
 		return nil, fmt.Errorf("RPC server: %w", err)
 	}
-	tm := &TaskManager{opts: opts, ln: ln, dialOpts: append(dialOpts, grpc.WithConnectParams(fastReconnect)), leaderChanged: make(chan struct{}, 1)}
+	tm := &TaskManager{opts: opts, ln: ln, httpTLS: httpTLS, dialOpts: append(dialOpts, grpc.WithConnectParams(fastReconnect)), leaderChanged: make(chan struct{}, 1)}
 	if opts.HA == nil {
 		if err := tm.connect(opts.JobManagerAddress); err != nil {
 			ln.Close()
@@ -164,6 +178,17 @@ func NewTaskManager(opts TaskManagerOptions) (*TaskManager, error) {
 		conn.Close()
 		gatewayLn.Close()
 		return nil, err
+	}
+	if opts.PrometheusPort != "" {
+		if tm.promLn, err = listenPrometheus(opts.BindHost, opts.PrometheusPort); err != nil {
+			ln.Close()
+			conn.Close()
+			gatewayLn.Close()
+			if tm.removeWorkDir {
+				os.RemoveAll(tm.workDir)
+			}
+			return nil, err
+		}
 	}
 	tm.addr = net.JoinHostPort(advertisedHost(opts), strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	if tm.opts.ResourceID == "" {
@@ -197,6 +222,15 @@ func advertisedHost(o TaskManagerOptions) string {
 // JobManager.
 func (tm *TaskManager) Address() string { return tm.addr }
 
+// PrometheusURL returns the URL of the Prometheus endpoint
+// (metrics.reporter.prom.port), "" when it has none.
+func (tm *TaskManager) PrometheusURL() string {
+	if tm.promLn == nil {
+		return ""
+	}
+	return prometheusURL(tm.promLn, tm.httpTLS)
+}
+
 // ResourceID returns the TaskManager's identity.
 func (tm *TaskManager) ResourceID() string { return tm.opts.ResourceID }
 
@@ -206,13 +240,10 @@ func (tm *TaskManager) ResourceID() string { return tm.opts.ResourceID }
 // lost the JobManager, or when the JobManager refuses it for good (a wrong
 // token). Run may be called once.
 func (tm *TaskManager) Run(ctx context.Context) error {
-	if tm.opts.PrometheusPort != "" {
-		ln, err := listenPrometheus(tm.opts.BindHost, tm.opts.PrometheusPort)
-		if err != nil {
-			return err
-		}
-		defer servePrometheus(ln, tm.registry(), tm.log)()
-		tm.log.Info("prometheus metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	if tm.promLn != nil {
+		hosts := newHostGuard(tm.opts.AllowedHosts, tm.opts.BindHost, tm.opts.Host)
+		defer servePrometheus(tm.promLn, tm.registry(), tm.opts.Security.Token, hosts, tm.httpTLS, tm.log)()
+		tm.log.Info("prometheus metrics", "url", tm.PrometheusURL())
 	}
 	served := make(chan struct{})
 	go func() {
