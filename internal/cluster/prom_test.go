@@ -46,7 +46,7 @@ func scrape(t *testing.T, client *http.Client, url, token, host string) (int, st
 // as the REST API does, and answer one with it; a request under a host
 // name that is not the server's gets 421, as from the REST API.
 func TestPrometheusEndpointsNeedTheToken(t *testing.T) {
-	const token = "prom-s3cret"
+	const token = "prom-s3cret-0123456789"
 	jm := startJM(t, func(o *JobManagerOptions) {
 		o.Security.Token = token
 		o.PrometheusPort = "0"
@@ -96,7 +96,7 @@ func TestPrometheusEndpointsServeTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const token = "t"
+	const token = "tls-token-0123456789"
 	for _, mutual := range []bool{false, true} {
 		sec := Security{Token: token, TLS: TLSFiles{Enabled: true, Mutual: mutual, Cert: cert, Key: key, CA: cert}}
 		jm := startJM(t, func(o *JobManagerOptions) {
@@ -153,7 +153,7 @@ func TestPrometheusScrapesWithTheToken(t *testing.T) {
 		t.Skip("prometheus (Debian's prometheus) is not installed")
 	}
 	cert, key := writeSelfSigned(t)
-	const token = "scrape-s3cret"
+	const token = "scrape-s3cret-0123456789"
 	jm := startJM(t, func(o *JobManagerOptions) {
 		o.Security = Security{Token: token, TLS: TLSFiles{Enabled: true, Mutual: true, Cert: cert, Key: key, CA: cert}}
 		o.PrometheusPort = "0"
