@@ -2,6 +2,7 @@
 //
 //	go run ./bench/checkpoints overhead [--records N] [--keys K] [--backend hashmap|pebble] [--interval 1s] [--runs R]
 //	go run ./bench/checkpoints pebble [--gib 1] [--checkpoints 4] [--dir DIR]
+//	go run ./bench/checkpoints checksums [--backend pebble|hashmap] [--gib 1] [--keys 4000000] [--runs 5]
 //
 // overhead runs a keyed running count (generator → keyBy → count in keyed
 // state → blackhole) with and without periodic checkpoints to a
@@ -14,6 +15,10 @@
 // last checkpoint into a new job; it prints each checkpoint's duration,
 // full size and checkpointed size, and the time until the restored job
 // processed its first record.
+//
+// checksums measures the cost of the checkpoint files' checksums: the
+// duration of a full checkpoint and of its restore, with checksums and
+// without, alternating child processes (checksums.go).
 package main
 
 import (
@@ -37,7 +42,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: checkpoints overhead|pebble [flags]")
+		fmt.Fprintln(os.Stderr, "usage: checkpoints overhead|pebble|checksums [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -46,8 +51,12 @@ func main() {
 		err = overhead(os.Args[2:])
 	case "pebble":
 		err = pebbleSizes(os.Args[2:])
+	case "checksums":
+		err = checksums(os.Args[2:])
+	case "checksums-run":
+		err = checksumsRun(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown benchmark %q: overhead or pebble", os.Args[1])
+		err = fmt.Errorf("unknown benchmark %q: overhead, pebble or checksums", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "checkpoints:", err)

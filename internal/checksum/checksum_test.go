@@ -3,6 +3,7 @@ package checksum
 import (
 	"bytes"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -144,4 +145,37 @@ func FuzzUnframe(f *testing.F) {
 			t.Fatalf("byte %d of %d flipped, and the frame verifies", i, len(framed))
 		}
 	})
+}
+
+// BenchmarkWriter and BenchmarkCopy give the CPU cost of the checksums
+// per byte written and verified, apart from any disk (docs/benchmarks.md).
+func BenchmarkWriter(b *testing.B) {
+	data := make([]byte, 4<<20)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		w := NewWriter(io.Discard)
+		if _, err := w.Write(data); err != nil {
+			b.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCopy(b *testing.B) {
+	data := make([]byte, 4<<20)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	framed := Frame(data)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := Copy(io.Discard, bytes.NewReader(framed), int64(len(framed))); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
