@@ -149,8 +149,11 @@ func (w *watermarkOp[T]) Emit(v T, ts int64) {
 		runtime.EmitStatus(w.out, false)
 	}
 	w.sawRecord = true
-	w.gen.OnEvent(v, ts, w)
+	// The record first, then what it tells the generator, as Flink's
+	// TimestampsAndWatermarksOperator does: a watermark that the record
+	// itself advances never overtakes it and so never makes it late.
 	w.out.Emit(v, ts)
+	w.gen.OnEvent(v, ts, w)
 	if w.strategy.perEvent {
 		w.gen.OnPeriodicEmit(w)
 	}

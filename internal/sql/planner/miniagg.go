@@ -252,6 +252,12 @@ func (t *Translator) miniBatchAggregate(in *Rows, p *Aggregate, inFields []Field
 	retract := updating(p.Input, t.Batch)
 	cfg := &miniBatch{latency: max(1, t.Opts.MiniBatchLatency.Milliseconds()), size: t.Opts.MiniBatchSize}
 	f := &aggFunc{p: p, keys: keys, retract: retract, keyTypes: keyTypes, ttl: t.stateTTL(), mini: cfg}
+	// Flink's MiniBatchAssigner in ProcTime mode: the input's event-time
+	// watermarks stop here (the end of input passes). A bundle ends
+	// before every watermark, and a table's watermark may now advance
+	// with every row; the aggregation's output has no time attribute, so
+	// nothing after it needs them.
+	in = withCodec(in.AssignTimestampsAndWatermarks(stream.NoWatermarks[types.Record]()).Name("MiniBatchAssigner"), inFields)
 	name := "GroupAggregate"
 	var ks *stream.KeyedStream[string, types.Record]
 	if twoPhase {

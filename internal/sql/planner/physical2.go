@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/internal/sql/functions"
 	"github.com/weirproject/weir/internal/sql/types"
 	"github.com/weirproject/weir/state"
@@ -48,7 +49,7 @@ func (t *Translator) scan(p *Scan) (*Rows, error) {
 				return 0, false
 			}
 			return millis(v)
-		}, max: math.MinInt64}
+		}, interval: config.AutoWatermarkInterval.Get(t.Env.Config()).Milliseconds()}
 	}).WithTimestampAssigner(func(r types.Record, _ int64) int64 {
 		ms, ok := millis(r.Row[rt])
 		if !ok {
@@ -59,22 +60,37 @@ func (t *Translator) scan(p *Scan) (*Rows, error) {
 	return withCodec(src.AssignTimestampsAndWatermarks(strategy).Name("WatermarkAssigner"), p.fields), nil
 }
 
-// exprWatermarks emits the largest watermark the table's watermark
-// expression gave so far, periodically, as Flink does for WATERMARK FOR.
+// exprWatermarks is a table's WATERMARK FOR as Flink's table runtime
+// (WatermarkAssignerOperator) runs it: the largest watermark the
+// expression gave so far, starting at 0, is emitted
+//
+//   - eagerly, after the record that advanced it, when it is more than
+//     pipeline.auto-watermark-interval (read as milliseconds of event
+//     time) ahead of the last one emitted: with an interval of 0 at
+//     every advance, so that which records are late does not depend on
+//     how fast the input is read;
+//   - and on the periodic timer, every interval of processing time, when
+//     it advanced at all (no timer with an interval of 0).
 type exprWatermarks struct {
 	eval func(types.Record) (int64, bool)
-	max  int64
+	// current is the largest watermark so far, last the one emitted.
+	current, last int64
+	interval      int64
 }
 
-func (g *exprWatermarks) OnEvent(r types.Record, _ int64, _ stream.WatermarkOutput) {
-	if ms, ok := g.eval(r); ok && ms > g.max {
-		g.max = ms
+func (g *exprWatermarks) OnEvent(r types.Record, _ int64, out stream.WatermarkOutput) {
+	if ms, ok := g.eval(r); ok && ms > g.current {
+		g.current = ms
+	}
+	if g.current-g.last > g.interval {
+		g.OnPeriodicEmit(out)
 	}
 }
 
 func (g *exprWatermarks) OnPeriodicEmit(out stream.WatermarkOutput) {
-	if g.max > math.MinInt64 {
-		out.EmitWatermark(g.max)
+	if g.current > g.last {
+		g.last = g.current
+		out.EmitWatermark(g.current)
 	}
 }
 
