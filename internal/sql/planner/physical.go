@@ -40,6 +40,9 @@ type Translator struct {
 	// that the same statement restores its state from a savepoint.
 	uid string
 	n   int
+	// unionUpdates holds the UNION ALLs with a branch whose updates come
+	// from one subtask (see oneSubtaskUpdates).
+	unionUpdates map[*Rows]bool
 }
 
 // NewTranslator returns a translator whose operator UIDs derive from key
@@ -126,7 +129,16 @@ func (t *Translator) Translate(p Plan) (*Rows, error) {
 			}
 			ins = append(ins, s)
 		}
-		return withCodec(stream.Union(ins[0], ins[1:]...), p.fields), nil
+		u := withCodec(stream.Union(ins[0], ins[1:]...), p.fields)
+		for i, in := range p.Ins {
+			if t.oneSubtaskUpdates(in, ins[i]) {
+				if t.unionUpdates == nil {
+					t.unionUpdates = map[*Rows]bool{}
+				}
+				t.unionUpdates[u] = true
+			}
+		}
+		return u, nil
 	case *Sort:
 		return t.sort(p)
 	case *Join:
@@ -153,10 +165,22 @@ func (t *Translator) Translate(p Plan) (*Rows, error) {
 // runs in one subtask (an aggregation without keys), so that its -U and
 // +U rows cannot pass each other on the way to different subtasks.
 func (t *Translator) keepOrder(in Plan, inRows, s *Rows) *Rows {
-	if sorted(in) || inRows.Parallelism() == 1 && updating(in, t.Batch) {
+	if sorted(in) || t.oneSubtaskUpdates(in, inRows) {
 		return s.SetParallelism(1)
 	}
 	return s
+}
+
+// oneSubtaskUpdates reports rows with updates that come from one subtask:
+// the plan updates and runs in one subtask, or it is a UNION ALL one of
+// whose branches does. (A union is no operator of its own: the branches
+// keep their parallelism, and one that runs in one subtask is as much in
+// need of its order kept as it would be without the union.)
+func (t *Translator) oneSubtaskUpdates(in Plan, rows *Rows) bool {
+	if _, ok := in.(*Union); ok {
+		return t.unionUpdates[rows]
+	}
+	return rows.Parallelism() == 1 && updating(in, t.Batch)
 }
 
 // sorted reports a plan whose rows come in a defined order.
