@@ -280,7 +280,7 @@ func (t *Translator) miniBatchAggregate(in *Rows, p *Aggregate, inFields []Field
 	}
 	// The state is that of the one-phase aggregation (the same UID and
 	// encoding), so that a savepoint restores across these options.
-	s := stream.KeyedProcess[string, types.Record, types.Record](ks, f).Name(name).UID(t.nextUID("agg"))
+	s := stream.KeyedProcess[string, types.Record, types.Record](ks, f).Name(t.OpName(name)).UID(t.nextUID("agg"))
 	if len(p.Keys) == 0 {
 		s = s.SetParallelism(1)
 	}
