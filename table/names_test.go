@@ -45,4 +45,13 @@ func TestOperatorNames(t *testing.T) {
 			t.Errorf("%s: vertices %q, want %q", c.sql, got, c.want)
 		}
 	}
+	// EXPLAIN shows a projection over a filter as one Calc (here, above
+	// the aggregation; the other projects the scan's column).
+	res, err := tenv.ExecuteSQL(ctx, "EXPLAIN SELECT k, c + 1 FROM (SELECT s AS k, COUNT(*) AS c FROM src GROUP BY s) WHERE c > 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(res.Text, "Calc("); n != 2 || !strings.Contains(res.Text, "Calc(select=[$0:k AS k, +($1:c, 1) AS EXPR$1], where=[>($1:c, 2)])") {
+		t.Errorf("EXPLAIN shows %d Calcs, want 2, one with select and where:\n%s", n, res.Text)
+	}
 }

@@ -420,6 +420,15 @@ func ExplainWith(p Plan, o ExecOptions, batch bool) string {
 				return
 			}
 		}
+		// A projection over a filter is one Calc, as Flink shows it.
+		if pr, ok := p.(*Project); ok {
+			if f, ok := pr.Input.(*Filter); ok {
+				d := pr.describe()
+				line(depth, strings.TrimSuffix(d, ")")+", where=["+f.Cond.String()+"])")
+				walk(f.Input, depth+1)
+				return
+			}
+		}
 		line(depth, p.describe())
 		for _, in := range p.Inputs() {
 			walk(in, depth+1)
