@@ -19,15 +19,16 @@ type Query struct {
 	// Attach adds the query to events with a Blackhole sink and returns
 	// the sink's count of results.
 	Attach func(events *stream.Stream[Event]) (count func() int64)
-	// AttachOutput is Attach that also writes every result as a JSON line
-	// to part files under dir (the text file sink, exactly once).
-	AttachOutput func(events *stream.Stream[Event], dir string) (count func() int64)
+	// AttachOutput is AttachDigest that also writes every result as a
+	// JSON line to part files under dir (the text file sink, exactly
+	// once): the results written can still be checked against the loop's.
+	AttachOutput func(events *stream.Stream[Event], dir string) (digest func() Digest)
 	// Loop computes the query's result with one goroutine and returns the
 	// number of results.
 	Loop func(events iter.Seq[Event]) int64
-	// LoopOutput is Loop that also writes every result to w as a JSON
-	// line, as AttachOutput formats them.
-	LoopOutput func(events iter.Seq[Event], w io.Writer) (int64, error)
+	// LoopOutput is LoopDigest that also writes every result to w as a
+	// JSON line, as AttachOutput formats them.
+	LoopOutput func(events iter.Seq[Event], w io.Writer) (Digest, error)
 	// AttachDigest is Attach into a DigestSink, whose digest of the
 	// results it returns.
 	AttachDigest func(events *stream.Stream[Event]) (digest func() Digest)
@@ -46,10 +47,10 @@ func query[R any](name, desc string, q func(*stream.Stream[Event]) *stream.Strea
 		Attach: func(events *stream.Stream[Event]) func() int64 {
 			return ToBlackhole(q(events)).Count
 		},
-		AttachOutput: func(events *stream.Stream[Event], dir string) func() int64 {
+		AttachOutput: func(events *stream.Stream[Event], dir string) func() Digest {
 			results := q(events)
 			stream.SinkTo(results, file.Text[R](dir, jsonLine[R]), "json-lines")
-			return ToBlackhole(results).Count
+			return ToDigest(results).Digest
 		},
 		AttachDigest: func(events *stream.Stream[Event]) func() Digest {
 			return ToDigest(q(events)).Digest
@@ -65,20 +66,21 @@ func query[R any](name, desc string, q func(*stream.Stream[Event]) *stream.Strea
 			loop(events, func(R) { n++ })
 			return n
 		},
-		LoopOutput: func(events iter.Seq[Event], w io.Writer) (int64, error) {
+		LoopOutput: func(events iter.Seq[Event], w io.Writer) (Digest, error) {
 			bw := bufio.NewWriterSize(w, 1<<16)
-			var n int64
+			var d Digest
+			h := newDigester[R]()
 			var err error
 			loop(events, func(r R) {
-				n++
+				h.add(&d, r)
 				if err == nil {
 					_, err = bw.WriteString(jsonLine(r) + "\n")
 				}
 			})
 			if err != nil {
-				return n, err
+				return d, err
 			}
-			return n, bw.Flush()
+			return d, bw.Flush()
 		},
 	}
 }

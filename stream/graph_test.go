@@ -209,3 +209,22 @@ func TestPlanText(t *testing.T) {
 		}
 	}
 }
+
+// TestUnionParallelism: a union has no operator of its own; its
+// Parallelism is the one its operators share, and 0 when they differ
+// (issue 32: the SQL planner asked, and a union answered with a panic).
+func TestUnionParallelism(t *testing.T) {
+	env := newEnv(t, 2)
+	a := stream.FromSlice(env, []int64{1}).SetParallelism(1)
+	b := stream.FromSlice(env, []int64{2}).SetParallelism(1)
+	c := stream.FromSlice(env, []int64{3})
+	if got := stream.Union(a, b).Parallelism(); got != 1 {
+		t.Errorf("union of two operators at 1: Parallelism() = %d, want 1", got)
+	}
+	if got := stream.Union(stream.Union(a, b), a).Parallelism(); got != 1 {
+		t.Errorf("union of a union at 1: Parallelism() = %d, want 1", got)
+	}
+	if got := stream.Union(a, c).Parallelism(); got != 0 {
+		t.Errorf("union of operators at 1 and the default: Parallelism() = %d, want 0", got)
+	}
+}

@@ -73,8 +73,23 @@ func (s *Stream[T]) UID(uid string) *Stream[T] {
 }
 
 // Parallelism is the operator's number of parallel subtasks as set with
-// SetParallelism, or 0 when it takes the job's default.
-func (s *Stream[T]) Parallelism() int { return s.node.Parallelism }
+// SetParallelism, or 0 when it takes the job's default. For a union it is
+// the parallelism all the union's operators share, or 0 when they differ.
+func (s *Stream[T]) Parallelism() int {
+	if s.node != nil {
+		return s.node.Parallelism
+	}
+	p := -1
+	for _, in := range s.inputs {
+		switch n := s.env.graph.Node(in.node).Parallelism; {
+		case p < 0:
+			p = n
+		case p != n:
+			return 0
+		}
+	}
+	return max(p, 0)
+}
 
 // SetParallelism sets the operator's number of parallel subtasks.
 func (s *Stream[T]) SetParallelism(n int) *Stream[T] {

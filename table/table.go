@@ -790,7 +790,7 @@ func (e *Environment) Query(ctx context.Context, s *parser.QueryStatement) (*Res
 	}
 	ch := make(chan types.Record, 1024)
 	sink := &channelSink{ch: ch}
-	stream.SinkTo(rows, sink, "Sink: collect").SetParallelism(1)
+	stream.SinkTo(rows, sink, tr.OpName("collect")).SetParallelism(1)
 	job, err := env.ExecuteAsync(ctx, e.jobName(s.SourceText()))
 	if err != nil {
 		return nil, err

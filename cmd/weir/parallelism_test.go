@@ -17,7 +17,8 @@ import (
 // TaskManager with one slot, and weir run without -p. The job runs at the
 // cluster's parallelism.default (1), not at the client's CPU count, and
 // commits what a local run commits. With -p 4 weir run says at once that
-// the cluster has 1 slot and the job needs 4.
+// the cluster has 1 slot and the job needs 4 (of a streaming job: a batch
+// job runs in stages in the one slot).
 func TestClusterDefaultParallelism(t *testing.T) {
 	needGo(t)
 	t.Parallel()
@@ -49,7 +50,7 @@ func TestClusterDefaultParallelism(t *testing.T) {
 	}
 
 	start := time.Now()
-	stdout, stderr, code = weir(t, "run", "-d", "-p", "4", "--jobmanager", rest, wc, "--input", input, "--output", filepath.Join(dir, "p4"))
+	stdout, stderr, code = weir(t, "run", "-d", "-p", "4", "--jobmanager", rest, wc, "--mode", "streaming", "--input", input, "--output", filepath.Join(dir, "p4"))
 	took := time.Since(start)
 	if code != exitOK || !strings.Contains(stderr, "the job needs 4 slots, but the cluster has 1") || !strings.Contains(stderr, "-p") {
 		t.Fatalf("weir run -p 4 on 1 slot: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)

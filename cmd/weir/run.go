@@ -163,7 +163,7 @@ func (o *runOptions) run(cmd *cobra.Command, prog string, args []string) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "Job has been submitted with JobID %s (%q, %d slots)\n", id, plan.JobName, plan.SlotsNeeded())
-	warnFewSlots(ctx, client, plan.SlotsNeeded(), stderr)
+	warnFewSlots(ctx, client, &plan, sub.SavepointPath, stderr, "weir run", "-p %[1]d")
 	if o.detached {
 		return nil
 	}
@@ -173,8 +173,16 @@ func (o *runOptions) run(cmd *cobra.Command, prog string, args []string) error {
 // warnFewSlots says at once when the whole cluster has fewer slots than
 // the job needs: the job waits up to slot.request.timeout for
 // TaskManagers to join, which is not what a user who forgot -p wants to
-// find out five minutes later.
-func warnFewSlots(ctx context.Context, client *cluster.RESTClient, needed int, w io.Writer) {
+// find out five minutes later. who names the command ("weir run"), and
+// lower how to ask for a lower parallelism, a format whose %[1]d is the
+// one that fits ("-p %[1]d"). A job that runs in stages (batch) runs in
+// the slots there are, and needs no warning, unless it restores a
+// savepoint (restore), which it does pipelined.
+func warnFewSlots(ctx context.Context, client *cluster.RESTClient, plan *cluster.JobPlan, restore string, w io.Writer, who, lower string) {
+	needed := plan.SlotsNeeded()
+	if plan.Staged && restore == "" {
+		return
+	}
 	ov, err := client.Overview(ctx)
 	if err != nil || ov.SlotsTotal >= needed {
 		return
@@ -183,9 +191,9 @@ func warnFewSlots(ctx context.Context, client *cluster.RESTClient, needed int, w
 	if cfg, err := client.JobManagerConfig(ctx); err == nil && cfg[config.SlotRequestTimeout.Key] != "" {
 		wait += " (" + cfg[config.SlotRequestTimeout.Key] + ")"
 	}
-	fmt.Fprintf(w, "weir run: the job needs %d slots, but the cluster has %d (%d TaskManagers); it waits up to %s for more. "+
-		"Give a lower -p, start more TaskManagers (weir taskmanager), or give them more slots (--slots).\n",
-		needed, ov.SlotsTotal, ov.TaskManagers, wait)
+	fmt.Fprintf(w, "%s: the job needs %d slots, but the cluster has %d (%d free, %d TaskManagers); it waits up to %s for more, then fails. "+
+		"Give a lower parallelism (%s), start more TaskManagers (weir taskmanager), or give them more slots (--slots).\n",
+		who, needed, ov.SlotsTotal, ov.SlotsAvailable, ov.TaskManagers, wait, fmt.Sprintf(lower, max(1, ov.SlotsTotal)))
 }
 
 // jobDefines returns the -D options that go to the job: all but the

@@ -22,7 +22,11 @@ type sqlOptions struct {
 	catalogFile string
 	defines     []string
 	parallelism int
-	restore     string
+	// clusterParallelism is the parallelism.default of the cluster that
+	// --jobmanager names: the session's default unless -p gives one. 0
+	// on the embedded cluster, which keeps its own default.
+	clusterParallelism int
+	restore            string
 	// jobManager sends INSERT jobs to a cluster (sql_cluster.go).
 	jobManager   string
 	clusterFlags clusterFlags
@@ -62,7 +66,10 @@ and settings and the statement passed inline (no file of the client's is
 read there, but paths in table options are opened on the TaskManagers).
 weir prints the job's ID and goes on, as Flink's client does; with
 SET 'table.dml-sync' = 'true' it waits for the job to finish. Queries
-(SELECT) are refused with --jobmanager.
+(SELECT) are refused with --jobmanager. Jobs run at the cluster's
+parallelism.default unless -p, -D or SET 'parallelism.default' gives
+another; weir says at once when a job needs more slots than the cluster
+has.
 
 SET 'execution.runtime-mode' = 'batch' runs bounded queries in batch mode, where GROUP BY gives final rows instead of a changelog.`,
 		Example: `  weir sql
@@ -83,6 +90,7 @@ SET 'execution.runtime-mode' = 'batch' runs bounded queries in batch mode, where
 					return err
 				}
 				defer sub.Close()
+				o.clusterParallelism = sub.parallelism
 				extra = append(extra, table.WithJobSubmitter(sub.submit), func(e *table.Environment) { sub.cat = e.Catalog() })
 			}
 			return runSQL(cmd.Context(), cmd.OutOrStdout(), cmd.InOrStdin(), o, extra...)
@@ -92,7 +100,7 @@ SET 'execution.runtime-mode' = 'batch' runs bounded queries in batch mode, where
 	f.StringVarP(&o.file, "file", "f", "", "run the SQL `script` in this file")
 	f.StringVar(&o.catalogFile, "catalog-file", "", "keep the catalog (tables, views, functions) in this JSON `file`, so that later sessions see it")
 	f.StringArrayVarP(&o.defines, "define", "D", nil, "set a configuration option, `key=value` (repeatable), as SET does")
-	f.IntVarP(&o.parallelism, "parallelism", "p", 0, "default parallelism of the jobs")
+	f.IntVarP(&o.parallelism, "parallelism", "p", 0, "default parallelism of the jobs (default: the CPU count, or the cluster's parallelism.default with --jobmanager)")
 	f.StringVar(&o.restore, "from-savepoint", "", "start the jobs from a savepoint or retained checkpoint (its `directory`), as SET 'execution.savepoint.path' does")
 	f.StringVar(&o.jobManager, "jobmanager", "", "submit INSERT INTO jobs to the cluster whose JobManager's REST API is at `HOST:PORT` instead of the embedded local cluster")
 	f.StringVar(&o.clusterFlags.token, "token", "", "the cluster's security token, with --jobmanager (prefer WEIR_TOKEN)")
@@ -107,8 +115,11 @@ SET 'execution.runtime-mode' = 'batch' runs bounded queries in batch mode, where
 
 func runSQL(ctx context.Context, out io.Writer, in io.Reader, o sqlOptions, extra ...table.Option) error {
 	cfg := config.New()
-	if o.parallelism > 0 {
+	switch {
+	case o.parallelism > 0:
 		config.Parallelism.Set(cfg, o.parallelism)
+	case o.clusterParallelism > 0:
+		config.Parallelism.Set(cfg, o.clusterParallelism)
 	}
 	var sessionDefines [][2]string
 	for _, d := range o.defines {

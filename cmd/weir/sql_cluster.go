@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +42,10 @@ type sqlSubmitter struct {
 	o      *sqlOptions
 	// cat is the session's catalog, set once the session exists.
 	cat *catalog.Catalog
+	// parallelism is the cluster's parallelism.default, the session's
+	// default parallelism unless -p gives one.
+	parallelism int
+	stderr      io.Writer
 
 	mu       sync.Mutex
 	artifact string // SHA-256 of the uploaded executable
@@ -58,7 +64,22 @@ func newSQLSubmitter(cmd *cobra.Command, o *sqlOptions) (*sqlSubmitter, error) {
 		client.Close()
 		return nil, fmt.Errorf("cannot reach the JobManager at %s: %w", o.jobManager, err)
 	}
-	return &sqlSubmitter{client: client, addr: o.jobManager, o: o}, nil
+	// A job runs at the cluster's default parallelism, as Flink's SQL
+	// client submits it: the client's CPU count says nothing about the
+	// cluster.
+	cfg, err := client.JobManagerConfig(ctx)
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("reading the cluster's default parallelism from the JobManager at %s: %w", o.jobManager, err)
+	}
+	p := 1
+	if v := cfg[config.Parallelism.Key]; v != "" {
+		if p, err = strconv.Atoi(v); err != nil || p < 1 {
+			client.Close()
+			return nil, fmt.Errorf("the JobManager at %s has %s = %q", o.jobManager, config.Parallelism.Key, v)
+		}
+	}
+	return &sqlSubmitter{client: client, addr: o.jobManager, o: o, parallelism: p, stderr: cmd.ErrOrStderr()}, nil
 }
 
 func (s *sqlSubmitter) Close() { s.client.Close() }
@@ -124,7 +145,16 @@ func (s *sqlSubmitter) submit(ctx context.Context, sub table.JobSubmission) (str
 	if err != nil {
 		return "", err
 	}
+	var jp cluster.JobPlan
+	if err := json.Unmarshal(plan.Bytes(), &jp); err != nil {
+		return "", err
+	}
 	options, sets, restore, allowNonRestored := workerSettings(sub.Settings)
+	if _, set := sub.Settings[config.Parallelism.Key]; !set && s.o.parallelism == 0 {
+		// The worker plans at the parallelism the client planned at: the
+		// cluster's default, which is no setting of the session's.
+		options = append([]string{config.Parallelism.Key + "=" + strconv.Itoa(s.parallelism)}, options...)
+	}
 	script := sets + sub.Statement + ";\n"
 	if len(cat) > maxWorkerArg || len(script) > maxWorkerArg {
 		return "", fmt.Errorf("the catalog (%d bytes) or the statement (%d bytes) is too large to pass to the worker on its command line (at most %d bytes each)",
@@ -146,6 +176,7 @@ func (s *sqlSubmitter) submit(ctx context.Context, sub table.JobSubmission) (str
 	if err != nil {
 		return "", fmt.Errorf("submitting to the JobManager at %s: %w", s.addr, err)
 	}
+	warnFewSlots(ctx, s.client, &jp, restore, s.stderr, "weir sql", "-p %[1]d or SET 'parallelism.default' = '%[1]d'")
 	if strings.EqualFold(sub.Settings["table.dml-sync"], "true") {
 		if err := s.wait(ctx, id); err != nil {
 			return id, err

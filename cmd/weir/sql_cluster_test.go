@@ -200,6 +200,121 @@ END;
 	}
 }
 
+// TestSQLOnClusterDefaultParallelism is issue 39's newcomer: a cluster of
+// one TaskManager with one slot, as weir cluster start makes it, and weir
+// sql --jobmanager without -p. The job runs at the cluster's
+// parallelism.default (1), not at the client's CPU count, to FINISHED
+// with every row. A job that asks for more slots than the cluster has (-p,
+// SET, -D) is told so at once on standard error, with the parallelism that
+// fits, and fails after slot.request.timeout with that reason; a batch job
+// runs in stages in the one slot and is told nothing.
+func TestSQLOnClusterDefaultParallelism(t *testing.T) {
+	t.Parallel()
+	_, _, rest, _ := startCluster(t, nil, []int{1}, "heartbeat.interval=100ms", "heartbeat.timeout=2s", "slot.request.timeout=3s")
+	client, err := cluster.NewRESTClient(rest, cluster.Security{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	waitOverview(t, client, 10*time.Second, "a taskmanager with 1 slot", func(o cluster.Overview) bool { return o.SlotsTotal == 1 })
+	addr := strings.TrimPrefix(rest, "http://")
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	localOut := filepath.Join(dir, "local")
+	if stdout, stderr, code := weir(t, "sql", "-p", "1", "-f", write("local.sql", sqlClusterScript(localOut, ""))); code != 0 {
+		t.Fatalf("local weir sql: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	want := readParts(t, localOut)
+	if len(want) < 1000 {
+		t.Fatalf("the local run wrote %d rows", len(want))
+	}
+	submitted := func(p *proc) string {
+		t.Helper()
+		m := jobIDLine.FindStringSubmatch(p.stdout.String())
+		if m == nil {
+			t.Fatalf("no Job ID in the output:\n%s\n%s", p.stdout.String(), p.stderr.String())
+		}
+		return m[1]
+	}
+
+	// As a newcomer runs it: no -p, no table.dml-sync.
+	out := filepath.Join(dir, "default")
+	p := startProc(t, "sql client", nil, "sql", "--jobmanager", addr, "-f", write("default.sql", sqlClusterScript(out, "")))
+	if code := p.waitExit(t, 60*time.Second); code != 0 || strings.Contains(p.stderr.String(), "needs") {
+		t.Fatalf("weir sql --jobmanager without -p: exit %d\n%s\n%s", code, p.stdout.String(), p.stderr.String())
+	}
+	id := submitted(p)
+	job := waitJob(t, client, id, 60*time.Second, "end", func(d cluster.JobDetails) bool { return cluster.IsTerminalJobState(d.State) })
+	if job.State != cluster.JobFinished || job.SlotsNeeded != 1 {
+		t.Fatalf("job %s without -p: state %s (%s), %d slots; want FINISHED in 1", id, job.State, job.Error, job.SlotsNeeded)
+	}
+	for _, v := range job.Vertices {
+		if v.Parallelism != 1 {
+			t.Errorf("vertex %s runs at parallelism %d, want the cluster's 1", v.Name, v.Parallelism)
+		}
+	}
+	if got := readParts(t, out); !slices.Equal(got, want) {
+		t.Fatalf("on the cluster: %d rows, locally %d; they differ", len(got), len(want))
+	}
+
+	// -p 2 on one slot: told at once, and the job fails after
+	// slot.request.timeout, saying why.
+	p = startProc(t, "sql client", nil, "sql", "--jobmanager", addr, "-p", "2",
+		"-f", write("p2.sql", sqlClusterScript(filepath.Join(dir, "p2"), "SET 'table.dml-sync' = 'true';\n")))
+	code := p.waitExit(t, 60*time.Second)
+	stderr := p.stderr.String()
+	for _, s := range []string{"weir sql: the job needs 2 slots, but the cluster has 1 (1 free, 1 TaskManagers)", "-p 1 or SET 'parallelism.default' = '1'",
+		"failed: no slots within slot.request.timeout (3s): the job needs 2 slots, 1 of 1 are free"} {
+		if code == 0 || !strings.Contains(stderr, s) {
+			t.Fatalf("weir sql -p 2 on 1 slot: exit %d, want an error and %q in\n%s\n%s", code, s, p.stdout.String(), stderr)
+		}
+	}
+	if strings.Index(stderr, "the job needs") > strings.Index(stderr, "failed:") {
+		t.Errorf("the warning came after the failure:\n%s", stderr)
+	}
+
+	// SET and -D override the cluster's default as -p does.
+	for _, c := range []struct {
+		what, settings string
+		args           []string
+	}{
+		{"SET 'parallelism.default'", "SET 'parallelism.default' = '2';\n", nil},
+		{"-D parallelism.default", "", []string{"-D", "parallelism.default=2"}},
+	} {
+		args := append([]string{"sql", "--jobmanager", addr}, c.args...)
+		p = startProc(t, "sql client", nil, append(args, "-f", write("set.sql", sqlClusterScript(filepath.Join(dir, "set"), c.settings)))...)
+		if code := p.waitExit(t, 60*time.Second); code != 0 || !strings.Contains(p.stderr.String(), "the job needs 2 slots, but the cluster has 1") {
+			t.Fatalf("%s = 2: exit %d\n%s\n%s", c.what, code, p.stdout.String(), p.stderr.String())
+		}
+		id := submitted(p)
+		job := waitJob(t, client, id, 30*time.Second, "end", func(d cluster.JobDetails) bool { return cluster.IsTerminalJobState(d.State) })
+		if job.State != cluster.JobFailed || job.SlotsNeeded != 2 || !strings.Contains(job.Error, "needs 2 slots, 1 of 1 are free") {
+			t.Fatalf("%s = 2: job %s %s in %d slots (%s); want FAILED for want of slots", c.what, id, job.State, job.SlotsNeeded, job.Error)
+		}
+	}
+
+	// A batch job at -p 2 runs in stages in the one slot, unwarned.
+	batchOut := filepath.Join(dir, "batch")
+	p = startProc(t, "sql client", nil, "sql", "--jobmanager", addr, "-p", "2", "-D", "execution.runtime-mode=batch",
+		"-f", write("batch.sql", sqlClusterScript(batchOut, "SET 'table.dml-sync' = 'true';\n")))
+	if code := p.waitExit(t, 60*time.Second); code != 0 || strings.Contains(p.stderr.String(), "needs") {
+		t.Fatalf("batch at -p 2 on 1 slot: exit %d\n%s\n%s", code, p.stdout.String(), p.stderr.String())
+	}
+	localBatch := filepath.Join(dir, "local-batch")
+	if stdout, stderr, code := weir(t, "sql", "-p", "2", "-D", "execution.runtime-mode=batch", "-f", write("local-batch.sql", sqlClusterScript(localBatch, ""))); code != 0 {
+		t.Fatalf("local weir sql in batch mode: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if got, want := readParts(t, batchOut), readParts(t, localBatch); len(want) < 1000 || !slices.Equal(got, want) {
+		t.Fatalf("batch at -p 2 on 1 slot: %d rows, locally %d; they differ", len(got), len(want))
+	}
+}
+
 // TestSQLOnClusterUnreachable: a JobManager nobody answers at fails at
 // once, naming the address.
 func TestSQLOnClusterUnreachable(t *testing.T) {

@@ -70,6 +70,11 @@ func (c *TableContext) Needed(i int) bool {
 // the connector's state.
 func (c *TableContext) UID(kind string) string { return c.tr.nextUID(kind) }
 
+// Name returns the name of the connector's operator, as Flink's planner
+// names it: the table's name and the operator's number in the statement,
+// "src[1]"; the job graph shows it as "Source: src[1]" or "Sink: src[1]".
+func (c *TableContext) Name() string { return c.tr.OpName(c.Table.Path.Name) }
+
 // Rows gives a stream of the table's records the codec of its columns.
 func (c *TableContext) Rows(s *stream.Stream[types.Record]) *Rows {
 	fields := make([]Field, len(c.Table.Columns))
@@ -155,7 +160,7 @@ func init() {
 	RegisterSink("filesystem", filesystemSink)
 	RegisterSink("print", printSinkFactory)
 	RegisterSink("blackhole", func(c *TableContext, in *Rows, _ []Field, _ bool) error {
-		stream.SinkTo(in, blackhole{}, "Sink: blackhole").UID(c.UID("blackhole"))
+		stream.SinkTo(in, blackhole{}, c.Name()).UID(c.UID("blackhole"))
 		return nil
 	})
 }
@@ -242,7 +247,7 @@ func printSinkFactory(c *TableContext, in *Rows, fields []Field, _ bool) error {
 	if prefix != "" {
 		prefix += "> "
 	}
-	stream.SinkTo(in, &printSink{w: w, mu: c.printMu, prefix: prefix, types: fieldTypes(fields), loc: c.Loc}, "Sink: print").UID(c.UID("print"))
+	stream.SinkTo(in, &printSink{w: w, mu: c.printMu, prefix: prefix, types: fieldTypes(fields), loc: c.Loc}, c.Name()).UID(c.UID("print"))
 	return nil
 }
 
@@ -395,7 +400,7 @@ func datagenSource(c *TableContext) (*Rows, error) {
 		}
 		return types.Record{Kind: types.Insert, Row: row}
 	}}
-	return c.Rows(stream.FromSource[types.Record](c.Env, gen, "Source: "+t.Path.Name).UID(c.UID("datagen"))), nil
+	return c.Rows(stream.FromSource[types.Record](c.Env, gen, c.Name()).UID(c.UID("datagen"))), nil
 }
 
 var seed = maphash.MakeSeed()

@@ -168,7 +168,7 @@ func (t *Translator) correlate(p *Correlate) (*Rows, error) {
 	fn, ordinality, outer := p.Func, p.Ordinality, p.Outer
 	outTypes := fieldTypes(p.fields[n:])
 	f := &correlateFunc{n: n, width: width, args: argEvals, argType: argType, fn: fn, ordinality: ordinality, outer: outer, outTypes: outTypes, tr: t}
-	out := stream.Process(in, f).Name("Correlate")
+	out := stream.Process(in, f).Name(t.OpName("Correlate"))
 	return withCodec(t.keepOrder(p.Input, in, out), p.fields), nil
 }
 

@@ -263,7 +263,7 @@ func filesystemSource(c *TableContext) (*Rows, error) {
 		}
 		src.MonitorInterval(d)
 	}
-	return c.Rows(stream.FromSource[types.Record](c.Env, src, "Source: "+t.Path.Name).UID(c.UID("files"))), nil
+	return c.Rows(stream.FromSource[types.Record](c.Env, src, c.Name()).UID(c.UID("files"))), nil
 }
 
 // pruner returns the test of a file's path by the scan's filters on
@@ -464,7 +464,7 @@ func filesystemSink(c *TableContext, in *Rows, fields []Field, updating bool) er
 	if success != "" {
 		s = &successFileSink{inner: sink, ft: ft, name: success}
 	}
-	stream.SinkTo(in, s, "Sink: "+t.Path.Name).UID(c.UID("files"))
+	stream.SinkTo(in, s, c.Name()).UID(c.UID("files"))
 	return nil
 }
 

@@ -118,7 +118,7 @@ func (t *Translator) lookupJoin(p *Join, s *Scan) (*Rows, error) {
 	if p.Residual != nil {
 		fn.residual = compile(p.Residual)
 	}
-	out := stream.Process[types.Record, types.Record](l, fn).Name("LookupJoin").UID(t.nextUID("lookup-join"))
+	out := stream.Process[types.Record, types.Record](l, fn).Name(t.OpName("LookupJoin")).UID(t.nextUID("lookup-join"))
 	return withCodec(out, p.fields), nil
 }
 

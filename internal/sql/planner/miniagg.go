@@ -286,7 +286,7 @@ func (t *Translator) miniBatchAggregate(in *Rows, p *Aggregate, inFields []Field
 	}
 	// The state is that of the one-phase aggregation (the same UID and
 	// encoding), so that a savepoint restores across these options.
-	s := stream.KeyedProcess[string, types.Record, types.Record](ks, f).Name(name).UID(t.nextUID("agg"))
+	s := stream.KeyedProcess[string, types.Record, types.Record](ks, f).Name(t.OpName(name)).UID(t.nextUID("agg"))
 	if len(p.Keys) == 0 {
 		s = s.SetParallelism(1)
 	}
@@ -423,6 +423,15 @@ func ExplainWith(p Plan, o ExecOptions, batch bool) string {
 				line(depth, d)
 				line(depth+1, assigner)
 				walk(agg.Input, depth+2)
+				return
+			}
+		}
+		// A projection over a filter is one Calc, as Flink shows it.
+		if pr, ok := p.(*Project); ok {
+			if f, ok := pr.Input.(*Filter); ok {
+				d := pr.describe()
+				line(depth, strings.TrimSuffix(d, ")")+", where=["+f.Cond.String()+"])")
+				walk(f.Input, depth+1)
 				return
 			}
 		}

@@ -253,7 +253,7 @@ func (t *Translator) rank(p *Rank) (*Rows, error) {
 	if !f.final {
 		f.ttl = t.stateTTL()
 	}
-	s := stream.KeyedProcess[string, types.Record, types.Record](partitionKey(in, p.Partition, inFields), f).Name("Rank").UID(t.nextUID("rank"))
+	s := stream.KeyedProcess[string, types.Record, types.Record](partitionKey(in, p.Partition, inFields), f).Name(t.OpName("Rank")).UID(t.nextUID("rank"))
 	if len(p.Partition) == 0 {
 		s = s.SetParallelism(1)
 	}
@@ -625,7 +625,7 @@ func (t *Translator) over(p *Over) (*Rows, error) {
 			}
 		}
 	}
-	s := stream.KeyedProcess[string, types.Record, types.Record](partitionKey(in, p.Partition, inFields), f).Name("OverAggregate").UID(t.nextUID("over"))
+	s := stream.KeyedProcess[string, types.Record, types.Record](partitionKey(in, p.Partition, inFields), f).Name(t.OpName("OverAggregate")).UID(t.nextUID("over"))
 	if len(p.Partition) == 0 {
 		s = s.SetParallelism(1)
 	}

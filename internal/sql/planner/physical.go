@@ -40,6 +40,23 @@ type Translator struct {
 	// that the same statement restores its state from a savepoint.
 	uid string
 	n   int
+	// unionUpdates holds the UNION ALLs with a branch whose updates come
+	// from one subtask (see oneSubtaskUpdates).
+	unionUpdates map[*Rows]bool
+	// ops numbers the statement's operators for their names (OpName).
+	ops int
+	// calcs are the streams that a Calc produces, so that a Calc above
+	// one merges into it (calc).
+	calcs map[*Rows]*calcFunc
+}
+
+// OpName names an operator as Flink's planner does: its kind (or, for a
+// source or sink, its table's name) and its number in the statement,
+// "Calc[2]". The job graph puts "Source: " and "Sink: " before the names of
+// sources and sinks.
+func (t *Translator) OpName(name string) string {
+	t.ops++
+	return name + "[" + strconv.Itoa(t.ops) + "]"
 }
 
 // NewTranslator returns a translator whose operator UIDs derive from key
@@ -126,7 +143,16 @@ func (t *Translator) Translate(p Plan) (*Rows, error) {
 			}
 			ins = append(ins, s)
 		}
-		return withCodec(stream.Union(ins[0], ins[1:]...), p.fields), nil
+		u := withCodec(stream.Union(ins[0], ins[1:]...), p.fields)
+		for i, in := range p.Ins {
+			if t.oneSubtaskUpdates(in, ins[i]) {
+				if t.unionUpdates == nil {
+					t.unionUpdates = map[*Rows]bool{}
+				}
+				t.unionUpdates[u] = true
+			}
+		}
+		return u, nil
 	case *Sort:
 		return t.sort(p)
 	case *Join:
@@ -153,10 +179,22 @@ func (t *Translator) Translate(p Plan) (*Rows, error) {
 // runs in one subtask (an aggregation without keys), so that its -U and
 // +U rows cannot pass each other on the way to different subtasks.
 func (t *Translator) keepOrder(in Plan, inRows, s *Rows) *Rows {
-	if sorted(in) || inRows.Parallelism() == 1 && updating(in, t.Batch) {
+	if sorted(in) || t.oneSubtaskUpdates(in, inRows) {
 		return s.SetParallelism(1)
 	}
 	return s
+}
+
+// oneSubtaskUpdates reports rows with updates that come from one subtask:
+// the plan updates and runs in one subtask, or it is a UNION ALL one of
+// whose branches does. (A union is no operator of its own: the branches
+// keep their parallelism, and one that runs in one subtask is as much in
+// need of its order kept as it would be without the union.)
+func (t *Translator) oneSubtaskUpdates(in Plan, rows *Rows) bool {
+	if _, ok := in.(*Union); ok {
+		return t.unionUpdates[rows]
+	}
+	return rows.Parallelism() == 1 && updating(in, t.Batch)
 }
 
 // sorted reports a plan whose rows come in a defined order.
@@ -172,27 +210,45 @@ func sorted(p Plan) bool {
 	return false
 }
 
-// calc evaluates a condition and projections per row: Flink's Calc.
+// calc evaluates a condition and projections per row: Flink's Calc. A
+// Calc over a Calc merges into it, as Flink's calc merge does: one
+// operator evaluates both, the lower's condition and projections first.
+// (The stream below a Calc has no other consumer: every plan node's
+// stream is translated for the one node above it.)
 func (t *Translator) calc(in *Rows, project []Expr, cond Expr, out []Field) *Rows {
-	var keep evaluator
+	var st calcStage
 	if cond != nil {
-		keep = compile(cond)
+		st.keep = compile(cond)
 	}
-	var evals []evaluator
 	for _, e := range project {
-		evals = append(evals, compile(e))
+		st.evals = append(st.evals, compile(e))
 	}
-	s := stream.Process[types.Record, types.Record](in, &calcFunc{keep: keep, evals: evals, base: t.Ctx}).Name("Calc")
-	return withCodec(s, out)
+	if f, ok := t.calcs[in]; ok {
+		f.stages = append(f.stages, st)
+		return withCodec(in, out)
+	}
+	f := &calcFunc{stages: []calcStage{st}, base: t.Ctx}
+	s := withCodec(stream.Process[types.Record, types.Record](in, f).Name(t.OpName("Calc")), out)
+	if t.calcs == nil {
+		t.calcs = map[*Rows]*calcFunc{}
+	}
+	t.calcs[s] = f
+	return s
+}
+
+// calcStage is one condition and projection of a Calc; nil evals pass
+// the row on as it is.
+type calcStage struct {
+	keep  evaluator
+	evals []evaluator
 }
 
 // calcFunc evaluates a Calc per row, with an evaluation context of its
 // subtask's own (functions may keep scratch space and random state in it).
 type calcFunc struct {
-	keep  evaluator
-	evals []evaluator
-	base  *functions.Context
-	ctx   *functions.Context
+	stages []calcStage
+	base   *functions.Context
+	ctx    *functions.Context
 }
 
 func (f *calcFunc) Open(*stream.Context) error {
@@ -209,28 +265,30 @@ func subtaskContext(base *functions.Context) *functions.Context {
 }
 
 func (f *calcFunc) ProcessElement(r types.Record, _ *stream.Context, c stream.Collector[types.Record]) error {
-	if f.keep != nil {
-		v, err := f.keep(f.ctx, r.Row)
-		if err != nil {
-			return rowError(err, r)
+	for _, st := range f.stages {
+		if st.keep != nil {
+			v, err := st.keep(f.ctx, r.Row)
+			if err != nil {
+				return rowError(err, r)
+			}
+			if v != true {
+				return nil
+			}
 		}
-		if v != true {
-			return nil
+		if st.evals == nil {
+			continue
 		}
-	}
-	if f.evals == nil {
-		c.Collect(r)
-		return nil
-	}
-	row := make(types.Row, len(f.evals))
-	for i, e := range f.evals {
-		v, err := e(f.ctx, r.Row)
-		if err != nil {
-			return rowError(err, r)
+		row := make(types.Row, len(st.evals))
+		for i, e := range st.evals {
+			v, err := e(f.ctx, r.Row)
+			if err != nil {
+				return rowError(err, r)
+			}
+			row[i] = v
 		}
-		row[i] = v
+		r = types.Record{Kind: r.Kind, Row: row}
 	}
-	c.Collect(types.Record{Kind: r.Kind, Row: row})
+	c.Collect(r)
 	return nil
 }
 
@@ -299,7 +357,7 @@ func (t *Translator) windowTVF(p *WindowTVF) (*Rows, error) {
 			}
 		}
 		return nil
-	})).Name("WindowTableFunction")
+	})).Name(t.OpName("WindowTableFunction"))
 	return withCodec(s, p.fields), nil
 }
 
@@ -556,7 +614,7 @@ func (t *Translator) aggregate(p *Aggregate) (*Rows, error) {
 				c.Collect(types.Record{Kind: r.Kind, Row: row})
 			}
 			return nil
-		})).Name("Expand")
+		})).Name(t.OpName("Expand"))
 		inFields = append(slices.Clone(inFields), Field{Name: "$e", Type: types.Int().NotNull()})
 		inTypes = fieldTypes(inFields)
 		in = withCodec(exp, inFields)
@@ -585,7 +643,7 @@ func (t *Translator) aggregate(p *Aggregate) (*Rows, error) {
 	if p.Window != nil {
 		kind = "WindowAggregate"
 	}
-	s := stream.KeyedProcess[string, types.Record, types.Record](ks, f).Name(kind).UID(t.nextUID("agg"))
+	s := stream.KeyedProcess[string, types.Record, types.Record](ks, f).Name(t.OpName(kind)).UID(t.nextUID("agg"))
 	if len(p.Keys) == 0 {
 		s = s.SetParallelism(1)
 	}
@@ -739,11 +797,11 @@ func (t *Translator) sort(p *Sort) (*Rows, error) {
 				c.Collect(r)
 			}
 			return nil
-		})).Name("Limit").SetParallelism(1)
+		})).Name(t.OpName("Limit")).SetParallelism(1)
 		return withCodec(s, p.Fields()), nil
 	}
 	f := &sortFunc{p: p, ts: fieldTypes(p.Fields())}
-	s := stream.Process[types.Record, types.Record](in.Global(), f).Name("Sort").SetParallelism(1)
+	s := stream.Process[types.Record, types.Record](in.Global(), f).Name(t.OpName("Sort")).SetParallelism(1)
 	return withCodec(s, p.Fields()), nil
 }
 

@@ -57,7 +57,7 @@ func (t *Translator) scan(p *Scan) (*Rows, error) {
 		}
 		return ms
 	})
-	return withCodec(src.AssignTimestampsAndWatermarks(strategy).Name("WatermarkAssigner"), p.fields), nil
+	return withCodec(src.AssignTimestampsAndWatermarks(strategy).Name(t.OpName("WatermarkAssigner")), p.fields), nil
 }
 
 // exprWatermarks is a table's WATERMARK FOR as Flink's table runtime
@@ -666,7 +666,7 @@ func (t *Translator) join(p *Join) (*Rows, error) {
 		f.ttl = t.stateTTL()
 	}
 	ks := stream.ConnectKeyed(stream.KeyBy(l, lkey), stream.KeyBy(r, rkey))
-	s := stream.KeyedCoProcess[string, types.Record, types.Record, types.Record](ks, f).Name("Join").UID(t.nextUID("join"))
+	s := stream.KeyedCoProcess[string, types.Record, types.Record, types.Record](ks, f).Name(t.OpName("Join")).UID(t.nextUID("join"))
 	if len(p.LeftKeys) == 0 {
 		s = s.SetParallelism(1)
 	}
@@ -692,7 +692,7 @@ func (t *Translator) singleRow(p *SingleRow) (*Rows, error) {
 		}
 		c.Collect(r)
 		return nil
-	})).Name("SingleRow").SetParallelism(1)
+	})).Name(t.OpName("SingleRow")).SetParallelism(1)
 	return withCodec(s, p.Fields()), nil
 }
 
@@ -708,7 +708,7 @@ func (t *Translator) replicate(p *Replicate) (*Rows, error) {
 			c.Collect(types.Record{Kind: r.Kind, Row: r.Row[:n:n]})
 		}
 		return nil
-	})).Name("Replicate")
+	})).Name(t.OpName("Replicate"))
 	return withCodec(s, p.fields), nil
 }
 

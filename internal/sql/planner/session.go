@@ -231,7 +231,7 @@ func (t *Translator) sessionAggregate(in *Rows, p *Aggregate, inFields []Field) 
 	f := &sessionFunc{p: p, keys: keys, keyTypes: keyTypes, maxArgs: maxArgs,
 		ltz: inFields[w.TimeCol].Type.Kind == types.KindTimestampLTZ}
 	ks := stream.KeyBy(in, func(r types.Record) string { return keyOf(r.Row, routing, routingTypes) })
-	s := stream.KeyedProcess[string, types.Record, types.Record](ks, f).Name("SessionWindowAggregate").UID(t.nextUID("session"))
+	s := stream.KeyedProcess[string, types.Record, types.Record](ks, f).Name(t.OpName("SessionWindowAggregate")).UID(t.nextUID("session"))
 	if len(routing) == 0 {
 		s = s.SetParallelism(1)
 	}

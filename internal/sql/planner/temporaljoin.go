@@ -207,7 +207,7 @@ func (t *Translator) temporalJoin(p *Join) (*Rows, error) {
 		f.residual = compile(p.Residual)
 	}
 	ks := stream.ConnectKeyed(stream.KeyBy(l, versionKey(p.LeftKeys, lt, kt)), stream.KeyBy(r, versionKey(p.RightKeys, rt, kt)))
-	s := stream.KeyedCoProcess[string, types.Record, types.Record, types.Record](ks, f).Name("TemporalJoin").UID(t.nextUID("temporal-join"))
+	s := stream.KeyedCoProcess[string, types.Record, types.Record, types.Record](ks, f).Name(t.OpName("TemporalJoin")).UID(t.nextUID("temporal-join"))
 	return withCodec(s, p.fields), nil
 }
 

@@ -105,6 +105,6 @@ func (t *Translator) temporalSortOp(in *Rows, p *Sort) *Rows {
 	f := &temporalSortFunc{p: p, ts: fieldTypes(p.Fields()), timeCol: p.Keys[0].Index}
 	f.list = rowList{ts: f.ts}
 	ks := stream.KeyBy(in.Global(), func(types.Record) string { return "" })
-	s := stream.KeyedProcess[string, types.Record, types.Record](ks, f).Name("TemporalSort").UID(t.nextUID("temporal-sort")).SetParallelism(1)
+	s := stream.KeyedProcess[string, types.Record, types.Record](ks, f).Name(t.OpName("TemporalSort")).UID(t.nextUID("temporal-sort")).SetParallelism(1)
 	return withCodec(s, p.Fields())
 }

@@ -234,7 +234,7 @@ func (t *Translator) windowJoin(p *Join) (*Rows, error) {
 		f.residual = compile(p.Residual)
 	}
 	ks := stream.ConnectKeyed(stream.KeyBy(l, lkey), stream.KeyBy(r, rkey))
-	s := stream.KeyedCoProcess[string, types.Record, types.Record, types.Record](ks, f).Name("WindowJoin").UID(t.nextUID("window-join"))
+	s := stream.KeyedCoProcess[string, types.Record, types.Record, types.Record](ks, f).Name(t.OpName("WindowJoin")).UID(t.nextUID("window-join"))
 	return withCodec(s, p.fields), nil
 }
 

@@ -226,7 +226,7 @@ func sink(c *planner.TableContext, in *planner.Rows, fields []planner.Field, upd
 			return string(b)
 		}).Stream()
 	}
-	snk := stream.SinkTo[types.Record](stm, s, "Sink: "+t.Path.Name).UID(c.UID("jdbc"))
+	snk := stream.SinkTo[types.Record](stm, s, c.Name()).UID(c.UID("jdbc"))
 	if p, ok := c.Option("sink.parallelism"); ok {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 {
@@ -457,7 +457,7 @@ func source(c *planner.TableContext) (*planner.Rows, error) {
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", t.Path, err)
 	}
-	s := stream.FromSource[types.Record](c.Env, src, "Source: "+t.Path.Name).UID(c.UID("jdbc"))
+	s := stream.FromSource[types.Record](c.Env, src, c.Name()).UID(c.UID("jdbc"))
 	if p, ok := c.Option("scan.parallelism"); ok {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 {

@@ -379,7 +379,7 @@ func source(c *planner.TableContext, upsert bool) (*planner.Rows, error) {
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", t.Path, err)
 	}
-	s := stream.FromSource[types.Record](c.Env, src, "Source: "+t.Path.Name).UID(c.UID("kafka"))
+	s := stream.FromSource[types.Record](c.Env, src, c.Name()).UID(c.UID("kafka"))
 	if p, ok := c.Option("scan.parallelism"); ok {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 {
@@ -662,9 +662,9 @@ func sink(c *planner.TableContext, in *planner.Rows, fields []planner.Field, upd
 		// Keyed by the primary key, so that the changes of a key reach
 		// one writer in order, whatever the parallelisms.
 		keyed := stream.KeyBy(in, keyOf).Stream()
-		snk = stream.SinkTo[types.Record](keyed, &upsertSink{inner: ks, keyOf: keyOf}, "Sink: "+t.Path.Name)
+		snk = stream.SinkTo[types.Record](keyed, &upsertSink{inner: ks, keyOf: keyOf}, c.Name())
 	} else {
-		snk = stream.SinkTo[types.Record](in, ks, "Sink: "+t.Path.Name)
+		snk = stream.SinkTo[types.Record](in, ks, c.Name())
 	}
 	snk.UID(c.UID("kafka"))
 	if p, ok := c.Option("sink.parallelism"); ok {

@@ -373,7 +373,7 @@ func source(c *planner.TableContext) (*planner.Rows, error) {
 		}
 	}
 	gen := &stream.Generator[types.Record]{Count: s.Events, Fn: fn, Timestamps: cfg.Timestamp}
-	return c.Rows(stream.FromSource[types.Record](c.Env, gen, "Source: "+t.Path.Name).UID(c.UID("nexmark"))), nil
+	return c.Rows(stream.FromSource[types.Record](c.Env, gen, c.Name()).UID(c.UID("nexmark"))), nil
 }
 
 // rowMaker checks the table's physical columns and returns the function
