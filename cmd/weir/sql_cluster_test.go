@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -67,20 +68,20 @@ func readParts(t *testing.T, dir string) []string {
 
 var jobIDLine = regexp.MustCompile(`(?m)^Job ID: ([0-9a-f]+)$`)
 
-// TestSQLOnCluster runs INSERT INTO scripts with weir sql --jobmanager: the
-// weir executable is the artifact, a TaskManager runs the statement as
-// weir sql in worker mode, and the files it writes equal those of the same
-// script run locally.
-func TestSQLOnCluster(t *testing.T) {
-	t.Parallel()
-	_, _, rest, _ := startCluster(t, nil, []int{2}, "heartbeat.interval=100ms", "heartbeat.timeout=2s")
+// sqlClusterFixture starts a cluster of one TaskManager with the given
+// slots and returns its REST client and address, a directory for scripts
+// and outputs with a function that writes a script there, and the rows of
+// the reference script (sqlClusterScript) run on the embedded cluster at
+// parallelism slots.
+func sqlClusterFixture(t *testing.T, slots int, opts ...string) (*cluster.RESTClient, string, string, func(name, text string) string, []string) {
+	t.Helper()
+	_, _, rest, _ := startCluster(t, nil, []int{slots}, append([]string{"heartbeat.interval=100ms", "heartbeat.timeout=2s"}, opts...)...)
 	client, err := cluster.NewRESTClient(rest, cluster.Security{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer client.Close()
-	waitOverview(t, client, 10*time.Second, "a taskmanager with 2 slots", func(o cluster.Overview) bool { return o.SlotsTotal == 2 })
-	addr := strings.TrimPrefix(rest, "http://")
+	t.Cleanup(func() { client.Close() })
+	waitOverview(t, client, 10*time.Second, fmt.Sprintf("a taskmanager with %d slots", slots), func(o cluster.Overview) bool { return o.SlotsTotal == slots })
 	dir := t.TempDir()
 	write := func(name, text string) string {
 		p := filepath.Join(dir, name)
@@ -89,16 +90,24 @@ func TestSQLOnCluster(t *testing.T) {
 		}
 		return p
 	}
-
-	// The reference: the same script on the embedded cluster.
 	localOut := filepath.Join(dir, "local")
-	if stdout, stderr, code := weir(t, "sql", "-p", "2", "-f", write("local.sql", sqlClusterScript(localOut, ""))); code != 0 {
+	if stdout, stderr, code := weir(t, "sql", "-p", strconv.Itoa(slots), "-f", write("local.sql", sqlClusterScript(localOut, ""))); code != 0 {
 		t.Fatalf("local weir sql: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	want := readParts(t, localOut)
 	if len(want) < 1000 {
 		t.Fatalf("the local run wrote %d rows", len(want))
 	}
+	return client, strings.TrimPrefix(rest, "http://"), dir, write, want
+}
+
+// TestSQLOnCluster runs INSERT INTO scripts with weir sql --jobmanager: the
+// weir executable is the artifact, a TaskManager runs the statement as
+// weir sql in worker mode, and the files it writes equal those of the same
+// script run locally.
+func TestSQLOnCluster(t *testing.T) {
+	t.Parallel()
+	client, addr, dir, write, want := sqlClusterFixture(t, 2)
 
 	// table.dml-sync: the client waits for the job to finish.
 	syncOut := filepath.Join(dir, "sync")
@@ -210,30 +219,7 @@ END;
 // runs in stages in the one slot and is told nothing.
 func TestSQLOnClusterDefaultParallelism(t *testing.T) {
 	t.Parallel()
-	_, _, rest, _ := startCluster(t, nil, []int{1}, "heartbeat.interval=100ms", "heartbeat.timeout=2s", "slot.request.timeout=3s")
-	client, err := cluster.NewRESTClient(rest, cluster.Security{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	waitOverview(t, client, 10*time.Second, "a taskmanager with 1 slot", func(o cluster.Overview) bool { return o.SlotsTotal == 1 })
-	addr := strings.TrimPrefix(rest, "http://")
-	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	localOut := filepath.Join(dir, "local")
-	if stdout, stderr, code := weir(t, "sql", "-p", "1", "-f", write("local.sql", sqlClusterScript(localOut, ""))); code != 0 {
-		t.Fatalf("local weir sql: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	want := readParts(t, localOut)
-	if len(want) < 1000 {
-		t.Fatalf("the local run wrote %d rows", len(want))
-	}
+	client, addr, dir, write, want := sqlClusterFixture(t, 1, "slot.request.timeout=3s")
 	submitted := func(p *proc) string {
 		t.Helper()
 		m := jobIDLine.FindStringSubmatch(p.stdout.String())
