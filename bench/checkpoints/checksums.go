@@ -32,15 +32,11 @@ func checksums(args []string) error {
 	runs := fs.Int("runs", 5, "runs with and without checksums each")
 	dirFlag := fs.String("dir", "", "working directory (default: a new temporary one)")
 	_ = fs.Parse(args)
-	dir := *dirFlag
-	if dir == "" {
-		d, err := os.MkdirTemp("", "weir-bench-checksums-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		dir = d
+	dir, cleanup, err := workDir(*dirFlag, "weir-bench-checksums-")
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	self, err := os.Executable()
 	if err != nil {
 		return err

@@ -197,15 +197,11 @@ func pebbleSizes(args []string) error {
 	dirFlag := fs.String("dir", "", "working directory (default: a new temporary one)")
 	checkpoints := fs.Int("checkpoints", 4, "checkpoints (every 15 s) to take of each kind")
 	_ = fs.Parse(args)
-	dir := *dirFlag
-	if dir == "" {
-		d, err := os.MkdirTemp("", "weir-bench-pebble-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		dir = d
+	dir, cleanup, err := workDir(*dirFlag, "weir-bench-pebble-")
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	keys := int64(*gib * (1 << 30) / 420)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "kind\tcheckpoint\tduration\tfull size\tcheckpointed size\t")
@@ -290,6 +286,18 @@ func pebbleSizes(args []string) error {
 	job.Cancel()
 	_ = job.Wait()
 	return nil
+}
+
+// workDir is dir, or a new temporary directory that cleanup removes.
+func workDir(dir, prefix string) (string, func(), error) {
+	if dir != "" {
+		return dir, func() {}, nil
+	}
+	d, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	return d, func() { os.RemoveAll(d) }, nil
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
