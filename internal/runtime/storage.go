@@ -271,32 +271,16 @@ type sharedFiles struct {
 }
 
 func (f *sharedFiles) Upload(ctx context.Context, localPath, name string) (string, error) {
-	handle := f.handle(name)
-	if writeFormat < 1 {
-		n, err := f.s.root.Upload(ctx, handle, localPath)
-		if err != nil {
-			return "", err
-		}
-		f.uploaded(handle, n)
-		return handle, nil
-	}
-	// Streamed through the checksums, never read whole: SSTs are large.
+	// Streamed, never read whole: SSTs are large.
 	src, err := os.Open(localPath)
 	if err != nil {
 		return "", err
 	}
 	defer src.Close()
-	var n int64
-	err = f.s.root.WriteWith(ctx, handle, func(w io.Writer) error {
-		cw := checksum.NewWriter(w)
-		if _, err := io.Copy(cw, src); err != nil {
-			return fmt.Errorf("upload %s: %w", localPath, err)
-		}
-		n = cw.Size()
-		return cw.Close()
-	})
+	handle := f.handle(name)
+	n, _, err := writeFile(ctx, f.s.root, handle, src, writeFormat)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("upload %s: %w", localPath, err)
 	}
 	f.uploaded(handle, n)
 	return handle, nil
@@ -305,7 +289,7 @@ func (f *sharedFiles) Upload(ctx context.Context, localPath, name string) (strin
 // Put stores data as a file called name, as Upload does a local file.
 func (f *sharedFiles) Put(ctx context.Context, name string, data []byte) (string, error) {
 	handle := f.handle(name)
-	n, _, err := writeFile(ctx, f.s.root, handle, data, writeFormat)
+	n, _, err := writeFile(ctx, f.s.root, handle, bytes.NewReader(data), writeFormat)
 	if err != nil {
 		return "", err
 	}
@@ -313,24 +297,26 @@ func (f *sharedFiles) Put(ctx context.Context, name string, data []byte) (string
 	return handle, nil
 }
 
-// writeFile stores data under name in the given checkpoint format: framed
-// with its checksums from format 1 on, streamed so that large state is
-// not copied to append the trailer. It returns the bytes written and the
-// data's sum.
-func writeFile(ctx context.Context, loc *storage.Location, name string, data []byte, format int) (int64, checksum.Sum, error) {
-	if format < 1 {
-		return int64(len(data)), checksum.Sum{Size: int64(len(data))}, loc.Write(ctx, name, data)
-	}
+// writeFile stores what r holds under name in the given checkpoint
+// format, streamed: framed with its checksums from format 1 on. It
+// returns the bytes written and the data's sum.
+func writeFile(ctx context.Context, loc *storage.Location, name string, r io.Reader, format int) (int64, checksum.Sum, error) {
+	var n int64
 	var sum checksum.Sum
 	err := loc.WriteWith(ctx, name, func(w io.Writer) error {
-		cw := checksum.NewWriter(w)
-		if _, err := cw.Write(data); err != nil {
+		if format < 1 {
+			c, err := io.Copy(w, r)
+			n, sum = c, checksum.Sum{Size: c}
 			return err
 		}
-		sum = cw.Sum()
+		cw := checksum.NewWriter(w)
+		if _, err := io.Copy(cw, r); err != nil {
+			return err
+		}
+		n, sum = cw.Size(), cw.Sum()
 		return cw.Close()
 	})
-	return checksum.FramedSize(int64(len(data))), sum, err
+	return n, sum, err
 }
 
 // readFile reads a checkpoint file whole and, from format 1 on, verifies
@@ -662,7 +648,7 @@ func writeCheckpoint(ctx context.Context, dir *storage.Location, c *CompletedChe
 				continue
 			}
 			name := stateFileName(t, uid)
-			_, sum, err := writeFile(ctx, dir, name, data, meta.Format)
+			_, sum, err := writeFile(ctx, dir, name, bytes.NewReader(data), meta.Format)
 			if err != nil {
 				return err
 			}
@@ -683,7 +669,7 @@ func writeCheckpoint(ctx context.Context, dir *storage.Location, c *CompletedChe
 	if err != nil {
 		return fmt.Errorf("encode metadata: %w", err)
 	}
-	_, _, err = writeFile(ctx, dir, "_metadata", data, meta.Format)
+	_, _, err = writeFile(ctx, dir, "_metadata", bytes.NewReader(data), meta.Format)
 	return err
 }
 
