@@ -55,12 +55,12 @@ type Match[T any] map[string][]T
 
 // engine runs the compiled NFA on one key's state at a time.
 type engine[T any] struct {
-	nfa      *compiled[T]
-	load     func(id uint64) (storedEvent[T], bool)
-	cache    map[uint64]storedEvent[T]
-	added    map[uint64]storedEvent[T]
+	nfa   *compiled[T]
+	load  func(id uint64) (storedEvent[T], bool)
+	cache map[uint64]storedEvent[T]
+	added map[uint64]storedEvent[T]
 	// before holds the ids the key's runs referred to when loaded.
-	before map[uint64]bool
+	before   map[uint64]bool
 	procTime func() int64
 	// cur is the event being processed, until it is buffered.
 	curID  uint64

@@ -55,9 +55,9 @@ func (c *Context[T]) CurrentProcessingTime() int64 {
 type consuming uint8
 
 const (
-	strict      consuming = iota // next / consecutive
-	skipTillNext                 // followedBy
-	skipTillAny                  // followedByAny / allowCombinations
+	strict       consuming = iota // next / consecutive
+	skipTillNext                  // followedBy
+	skipTillAny                   // followedByAny / allowCombinations
 	notNext
 	notFollow
 )
