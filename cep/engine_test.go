@@ -122,7 +122,7 @@ func TestEngineAgainstModel(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("iteration %d: %s\nevents %v\n got %q\nwant %q", it, s, events, got, want)
 		}
-		counts[s.skip.String()] += len(got)
+		counts[s.Skip.String()] += len(got)
 		for _, st := range s.stages {
 			switch {
 			case st.contig == notNext:

@@ -43,8 +43,8 @@ type stage struct {
 
 type spec struct {
 	stages []stage
-	window int64 // ms; 0: none
-	skip   SkipStrategy
+	Window int64 // ms; 0: none
+	Skip   SkipStrategy
 }
 
 func has(set string, l byte) bool { return strings.IndexByte(set, l) >= 0 }
@@ -75,10 +75,10 @@ func (s spec) String() string {
 			fmt.Fprintf(&b, ".until[%s]", st.until)
 		}
 	}
-	if s.window > 0 {
-		fmt.Fprintf(&b, " within %dms", s.window)
+	if s.Window > 0 {
+		fmt.Fprintf(&b, " within %dms", s.Window)
 	}
-	fmt.Fprintf(&b, " %s", s.skip)
+	fmt.Fprintf(&b, " %s", s.Skip)
 	return b.String()
 }
 
@@ -88,7 +88,7 @@ func (s spec) build() *Pattern[ev] {
 	for i, st := range s.stages {
 		switch {
 		case i == 0:
-			p = BeginWithSkip[ev](st.name, s.skip)
+			p = BeginWithSkip[ev](st.name, s.Skip)
 		case st.contig == strict:
 			p = p.Next(st.name)
 		case st.contig == skipTillNext:
@@ -125,8 +125,8 @@ func (s spec) build() *Pattern[ev] {
 			p = p.Until(Simple(func(e ev) bool { return has(until, e.L) }))
 		}
 	}
-	if s.window > 0 {
-		p = p.Within(time.Duration(s.window) * time.Millisecond)
+	if s.Window > 0 {
+		p = p.Within(time.Duration(s.Window) * time.Millisecond)
 	}
 	return p
 }
@@ -226,7 +226,7 @@ func modelMatches(s spec, events []ev) []modelMatch {
 	var out []modelMatch
 	var idx []int
 	var names []string
-	within := func(a, b int) bool { return s.window == 0 || events[b].Ts-events[a].Ts < s.window }
+	within := func(a, b int) bool { return s.Window == 0 || events[b].Ts-events[a].Ts < s.Window }
 	var rec func(st, count, last int, killed bool)
 	complete := func(st, count int) {
 		if st < 0 || count < rs[st].min {
@@ -249,7 +249,7 @@ func modelMatches(s spec, events []ev) []modelMatch {
 		}
 		if st == len(rs)-1 && r.hasNotFollow {
 			// Pending until the window passes: no forbidden event before.
-			end := events[idx[0]].Ts + s.window
+			end := events[idx[0]].Ts + s.Window
 			m.done, m.late = last, true
 			for j := last + 1; j < len(events) && events[j].Ts < end; j++ {
 				if has(r.notFollowAfter, events[j].L) {
@@ -377,7 +377,7 @@ func modelSkip(s spec, ms []modelMatch) []modelMatch {
 		}
 		return slices.Compare(a.idx, b.idx)
 	})
-	if s.skip.kind == skipNone {
+	if s.Skip.kind == skipNone {
 		return ms
 	}
 	var out []modelMatch
@@ -388,7 +388,7 @@ func modelSkip(s spec, ms []modelMatch) []modelMatch {
 			continue
 		}
 		out = append(out, m)
-		switch s.skip.kind {
+		switch s.Skip.kind {
 		case skipToNext:
 			pruneBelow, pruneAt = max(pruneBelow, start), max(pruneAt, start)
 		case skipPastLast:
@@ -397,9 +397,9 @@ func modelSkip(s spec, ms []modelMatch) []modelMatch {
 		case skipToFirst, skipToLast:
 			pos := -1
 			for i, n := range m.names {
-				if n == s.skip.name {
+				if n == s.Skip.name {
 					pos = m.idx[i]
-					if s.skip.kind == skipToFirst {
+					if s.Skip.kind == skipToFirst {
 						break
 					}
 				}
@@ -469,7 +469,7 @@ func randSpec(r *rand.Rand) spec {
 		s.stages[0].optional = false
 	}
 	if r.IntN(3) == 0 {
-		s.window = int64(3 + r.IntN(8))
+		s.Window = int64(3 + r.IntN(8))
 	}
 	// A NOT step between two plain single steps, or at the end.
 	if r.IntN(4) == 0 {
@@ -479,14 +479,14 @@ func randSpec(r *rand.Rand) spec {
 			if !single(s.stages[i]) || (!last && s.stages[i+1].optional) {
 				continue
 			}
-			if last && (s.window == 0 || len(s.stages) == 1 && r.IntN(2) == 0) {
+			if last && (s.Window == 0 || len(s.stages) == 1 && r.IntN(2) == 0) {
 				continue
 			}
 			kind := []consuming{notNext, notFollow}[r.IntN(2)]
 			if last && kind == notNext && r.IntN(2) == 0 {
 				kind = notFollow
 			}
-			if last && kind == notFollow && s.window == 0 {
+			if last && kind == notFollow && s.Window == 0 {
 				continue
 			}
 			not := stage{name: "N", letters: randSet(r), contig: kind, min: 1, max: 1}
@@ -499,11 +499,11 @@ func randSpec(r *rand.Rand) spec {
 		last := s.stages[len(s.stages)-1].name
 		skips = append(skips, SkipToFirst(last), SkipToLast(last))
 	}
-	s.skip = skips[r.IntN(len(skips))]
-	if s.skip.kind != skipNone && s.window == 0 {
+	s.Skip = skips[r.IntN(len(skips))]
+	if s.Skip.kind != skipNone && s.Window == 0 {
 		// Matches wait for earlier partial matches; only a window ends
 		// those for certain.
-		s.window = int64(3 + r.IntN(8))
+		s.Window = int64(3 + r.IntN(8))
 	}
 	return s
 }
