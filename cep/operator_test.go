@@ -45,12 +45,14 @@ func TestTimeoutsToSideOutput(t *testing.T) {
 		{"s1", "a", 4, 30}, {"s1", "b", 6, 35}, {"s2", "a", 7, 40},
 	}
 	src := stream.FromSlice(env, in).SetParallelism(1).AssignTimestampsAndWatermarks(
-		stream.ForBoundedOutOfOrderness[reading](5*time.Millisecond).WithTimestampAssigner(func(r reading, _ int64) int64 { return r.Ts }).WithWatermarkPerEvent()).SetParallelism(1)
+		stream.ForBoundedOutOfOrderness[reading](5 * time.Millisecond).WithTimestampAssigner(func(r reading, _ int64) int64 { return r.Ts }).WithWatermarkPerEvent()).SetParallelism(1)
 	ks := stream.KeyBy(src, func(r reading) string { return r.Sensor })
 	p := cep.Begin[reading]("start").Where(kind("a")).FollowedBy("end").Where(kind("b")).Within(10 * time.Millisecond)
 	timedOut := stream.NewOutputTag[string]("timed-out")
 	matches := cep.SelectWithTimeout(cep.Stream(ks, p), timedOut,
-		func(m cep.Match[reading], ts int64) string { return fmt.Sprintf("%s timeout@%d", names(m, "start"), ts) },
+		func(m cep.Match[reading], ts int64) string {
+			return fmt.Sprintf("%s timeout@%d", names(m, "start"), ts)
+		},
 		func(m cep.Match[reading]) string { return names(m, "start", "end") })
 	stamp := func(s *stream.Stream[string]) *stream.Collected[string] {
 		return stream.Collect(stream.Process(s, stream.ProcessFunc[string, string](func(v string, c *stream.Context, out stream.Collector[string]) error {
