@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/weirproject/weir/cep"
 	"github.com/weirproject/weir/config"
+	"github.com/weirproject/weir/connector/file"
 	"github.com/weirproject/weir/stream"
 )
 
@@ -109,6 +111,11 @@ type job struct {
 // pipeline: one source subtask with a watermark after every record,
 // keyed by K, the pattern, matches and late records collected.
 func pipeline(env *stream.Environment, s cep.Spec, arrival []cep.Ev, bound int64, rate float64, fail func(string, *stream.Context) error) job {
+	out, late := pipelineStreams(env, s, arrival, bound, rate, fail)
+	return job{matches: stream.Collect(out), late: stream.Collect(late)}
+}
+
+func pipelineStreams(env *stream.Environment, s cep.Spec, arrival []cep.Ev, bound int64, rate float64, fail func(string, *stream.Context) error) (matches, late *stream.Stream[string]) {
 	src := stream.FromSource[cep.Ev](env, &stream.Generator[cep.Ev]{
 		Count:      int64(len(arrival)),
 		Fn:         func(i int64) cep.Ev { return arrival[i] },
@@ -134,7 +141,7 @@ func pipeline(env *stream.Environment, s cep.Spec, arrival []cep.Ev, bound int64
 			return nil
 		})).UID("fail")
 	}
-	return job{matches: stream.Collect(out), late: stream.Collect(lateStrings)}
+	return out, lateStrings
 }
 
 func sorted(c *stream.Collected[string]) []string {
@@ -263,5 +270,83 @@ func TestBatchModeAgainstModel(t *testing.T) {
 		if got := sorted(j.matches); !slices.Equal(got, wantM) {
 			t.Fatalf("%s\narrival %v\n got %q\nwant %q", s, arrival, got, wantM)
 		}
+	}
+}
+
+// TestRescaleFromSavepointAgainstModel: a job at parallelism 2 is stopped
+// with a savepoint once it has emitted matches, while runs and waiting
+// records sit in the keyed state; resumed at parallelism 3 the state moves
+// by key group, and the two runs together emit exactly the model's
+// matches.
+func TestRescaleFromSavepointAgainstModel(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 23))
+	s := cep.Spec{Window: 60, Skip: cep.SkipToNext()}.
+		With("A", "ab", "", 1, 1).
+		With("B", "c", "followedByAny", 2, 3).
+		With("C", "d", "followedBy", 1, 1)
+	arrival := input(r, 3000, 6, 2)
+	const bound = 3
+	wantM, _ := expected(s, arrival, bound)
+	for _, backend := range []string{"hashmap", "pebble"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		savepoints := t.TempDir()
+		env := newEnv(t, 2, "state.backend.type", backend, "io.tmp.dirs", t.TempDir())
+		enough := make(chan struct{})
+		var once sync.Once
+		seen := 0
+		out := t.TempDir()
+		m, _ := pipelineStreams(env, s, arrival, bound, 10000, func(string, *stream.Context) error {
+			if seen++; seen == len(wantM)/3 {
+				once.Do(func() { close(enough) })
+			}
+			return nil
+		})
+		stream.SinkTo(m, file.Text[string](out, nil), "files").UID("files")
+		client, err := env.ExecuteAsync(ctx, "cep-first")
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		select {
+		case <-enough:
+		case <-ctx.Done():
+			cancel()
+			t.Fatal("no matches before the deadline")
+		}
+		sp, err := client.StopWithSavepoint(ctx, savepoints, false)
+		if err != nil {
+			cancel()
+			t.Fatalf("%s: stop with savepoint: %v", backend, err)
+		}
+		if err := client.Wait(); err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		env = newEnv(t, 3, "state.backend.type", backend, "io.tmp.dirs", t.TempDir())
+		m, _ = pipelineStreams(env, s, arrival, bound, 0, func(string, *stream.Context) error { return nil })
+		stream.SinkTo(m, file.Text[string](out, nil), "files").UID("files")
+		firstM, err := file.ReadLines(out)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		env.RestoreFrom(sp, false)
+		if err := env.Execute(ctx, "cep-second"); err != nil {
+			cancel()
+			t.Fatalf("%s: resumed job: %v", backend, err)
+		}
+		cancel()
+		got, err := file.ReadLines(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		if len(firstM) == 0 || len(firstM) == len(wantM) {
+			t.Fatalf("%s: the savepoint was not taken part way (%d of %d matches before it)", backend, len(firstM), len(wantM))
+		}
+		if !slices.Equal(got, wantM) {
+			t.Fatalf("%s: %d + %d matches, want %d", backend, len(firstM), len(got)-len(firstM), len(wantM))
+		}
+		t.Logf("%s: %d matches before the savepoint, %d after, at parallelism 3", backend, len(firstM), len(got)-len(firstM))
 	}
 }
