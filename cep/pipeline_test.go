@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -209,10 +210,11 @@ func TestRestoreAgainstModel(t *testing.T) {
 				"restart-strategy.type", "fixed-delay",
 				"restart-strategy.fixed-delay.attempts", "3",
 				"restart-strategy.fixed-delay.delay", "10 ms")
-			seen := 0
-			j := pipeline(env, s, arrival, bound, 20000, func(v string, c *stream.Context) error {
+			// The counter is shared by the parallel subtasks of "fail".
+			var seen atomic.Int64
+			j := pipeline(env, s, arrival, bound, 5000, func(v string, c *stream.Context) error {
 				if c.Attempt() == 0 {
-					if seen++; seen == len(wantM)/2 {
+					if seen.Add(1) == int64(len(wantM)/2) {
 						return errors.New("injected failure")
 					}
 				}
@@ -293,10 +295,10 @@ func TestRescaleFromSavepointAgainstModel(t *testing.T) {
 		env := newEnv(t, 2, "state.backend.type", backend, "io.tmp.dirs", t.TempDir())
 		enough := make(chan struct{})
 		var once sync.Once
-		seen := 0
+		var seen atomic.Int64
 		out := t.TempDir()
-		m, _ := pipelineStreams(env, s, arrival, bound, 10000, func(string, *stream.Context) error {
-			if seen++; seen == len(wantM)/3 {
+		m, _ := pipelineStreams(env, s, arrival, bound, 2000, func(string, *stream.Context) error {
+			if seen.Add(1) == int64(len(wantM)/3) {
 				once.Do(func() { close(enough) })
 			}
 			return nil
