@@ -6,13 +6,22 @@ import (
 	"testing"
 )
 
-// Cases from Flink's own CEP tests (AfterMatchSkipITCase, GreedyITCase):
+// Cases from Flink's own CEP tests (AfterMatchSkipITCase, GreedyITCase,
+// NotPatternITCase):
 // the input events and the expected matches are Flink's; the patterns
 // are re-expressed with this package's API.
 
 type fev struct {
 	Name  string
 	Price float64
+	Label string // how the expectation names the event, if not by Name
+}
+
+func (e fev) label() string {
+	if e.Label != "" {
+		return e.Label
+	}
+	return e.Name
 }
 
 func name(s string) Condition[fev] { return Simple(func(e fev) bool { return e.Name == s }) }
@@ -42,7 +51,7 @@ func feed(t *testing.T, p *Pattern[fev], events []fev) []string {
 		for _, m := range ms {
 			var names []string
 			for _, s := range m.Path {
-				names = append(names, e.event(s.ID).Name)
+				names = append(names, e.event(s.ID).label())
 			}
 			out = append(out, strings.Join(names, " "))
 		}
@@ -57,18 +66,30 @@ func feed(t *testing.T, p *Pattern[fev], events []fev) []string {
 	return out
 }
 
-func evs(names ...string) []fev {
-	out := make([]fev, len(names))
+type fevs []fev
+
+func evs(names ...string) fevs {
+	out := make(fevs, len(names))
 	for i, n := range names {
 		out[i] = fev{Name: n}
 	}
 	return out
 }
 
+// named gives the events the names Flink's conditions test, keeping the
+// labels the expectations use in Label.
+func (es fevs) named(names ...string) fevs {
+	out := make(fevs, len(es))
+	for i := range es {
+		out[i] = fev{Name: names[i], Label: es[i].Name}
+	}
+	return out
+}
+
 func TestFlinkCases(t *testing.T) {
 	a6 := evs("a1", "a2", "a3", "a4", "a5", "a6")
-	ab := func(n int) []fev {
-		var out []fev
+	ab := func(n int) fevs {
+		var out fevs
 		for i := 1; i <= n; i++ {
 			out = append(out, fev{Name: "ab" + string(rune('0'+i))})
 		}
@@ -77,7 +98,7 @@ func TestFlinkCases(t *testing.T) {
 	cases := []struct {
 		name    string
 		pattern *Pattern[fev]
-		events  []fev
+		events  fevs
 		want    []string
 	}{
 		{"AfterMatchSkipITCase.testNoSkip",
@@ -148,13 +169,53 @@ func TestFlinkCases(t *testing.T) {
 		{"GreedyITCase.testGreedyUtilZeroOrMoreWithDummyEventsAfterQuantifier",
 			Begin[fev]("start").Where(name("c")).FollowedBy("middle").Where(name("a")).OneOrMore().Optional().Greedy().
 				Until(Simple(func(e fev) bool { return e.Price > 3 })).FollowedBy("end").Where(name("d")),
-			[]fev{{"c", 1}, {"a", 2}, {"a", 3}, {"a", 3}, {"a", 4}, {"d", 3}},
+			fevs{{"c", 1, ""}, {"a", 2, ""}, {"a", 3, ""}, {"a", 3, ""}, {"a", 4, ""}, {"d", 3, ""}},
 			[]string{"c a a a d"}},
 		{"GreedyITCase.testGreedyUtilWithDummyEventsBeforeQuantifier",
 			Begin[fev]("start").Where(name("c")).FollowedBy("middle").Where(name("a")).OneOrMore().Optional().Greedy().
 				Until(Simple(func(e fev) bool { return e.Price > 3 })).FollowedBy("end").Where(name("d")),
-			[]fev{{"c", 1}, {"a", 4}, {"a", 2}, {"a", 3}, {"a", 3}, {"d", 3}},
+			fevs{{"c", 1, ""}, {"a", 4, ""}, {"a", 2, ""}, {"a", 3, ""}, {"a", 3, ""}, {"d", 3, ""}},
 			[]string{"c d"}},
+		{"NotPatternITCase.testNotNext",
+			Begin[fev]("start").Where(name("a")).NotNext("notPattern").Where(name("b")).
+				FollowedByAny("middle").Where(name("c")).FollowedBy("end").Where(name("d")),
+			evs("a1", "c1", "b1", "c2", "d").named("a", "c", "b", "c", "d"),
+			[]string{"a1 c1 d", "a1 c2 d"}},
+		{"NotPatternITCase.testNotNextNoMatches",
+			Begin[fev]("start").Where(name("a")).NotNext("notPattern").Where(name("b")).
+				FollowedBy("middle").Where(name("c")).FollowedBy("end").Where(name("d")),
+			evs("a1", "b1", "c1", "c2", "d").named("a", "b", "c", "c", "d"),
+			nil},
+		{"NotPatternITCase.testNotNextNoMatchesAtTheEnd",
+			Begin[fev]("start").Where(name("a")).FollowedByAny("middle").Where(name("c")).
+				FollowedByAny("end").Where(name("d")).NotNext("notPattern").Where(name("b")),
+			evs("a1", "c1", "c2", "d", "b1").named("a", "c", "c", "d", "b"),
+			nil},
+		{"NotPatternITCase.testNotFollowedBy",
+			Begin[fev]("start").Where(name("a")).NotFollowedBy("notPattern").Where(name("b")).
+				FollowedByAny("middle").Where(name("c")).FollowedBy("end").Where(name("d")),
+			evs("a1", "c1", "b1", "c2", "d").named("a", "c", "b", "c", "d"),
+			[]string{"a1 c1 d"}},
+		{"NotPatternITCase.testNotFollowedByBeforeOptional",
+			Begin[fev]("start").Where(name("a")).NotFollowedBy("notPattern").Where(name("b")).
+				FollowedByAny("middle").Where(name("c")).Optional().FollowedBy("end").Where(name("d")),
+			evs("a1", "c1", "b1", "c2", "d").named("a", "c", "b", "c", "d"),
+			[]string{"a1 c1 d"}},
+		{"NotPatternITCase.testTimesWithNotFollowedBy",
+			Begin[fev]("start").Where(name("a")).FollowedByAny("middle").Where(name("b")).Times(2).
+				NotFollowedBy("notPattern").Where(name("c")).FollowedBy("end").Where(name("d")),
+			evs("a1", "b1", "c", "b2", "d").named("a", "b", "c", "b", "d"),
+			nil},
+		{"NotPatternITCase.testIgnoreStateOfTimesWithNotFollowedBy",
+			Begin[fev]("start").Where(name("a")).NotFollowedBy("notPattern").Where(name("b")).
+				FollowedByAny("middle").Where(name("c")).Times(2).Optional().FollowedBy("end").Where(name("d")),
+			evs("a1", "d1", "e", "b1", "c1", "c2", "d2").named("a", "d", "e", "b", "c", "c", "d"),
+			[]string{"a1 d1"}},
+		{"NotPatternITCase.testTimesWithNotFollowedByAfter",
+			Begin[fev]("start").Where(name("a")).FollowedByAny("middle").Where(name("b")).Times(2).
+				NotFollowedBy("notPattern").Where(name("c")).FollowedBy("end").Where(name("d")),
+			evs("a1", "d1", "e", "b1", "b2", "c1", "d2").named("a", "d", "e", "b", "b", "c", "d"),
+			nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
