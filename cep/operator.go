@@ -55,8 +55,10 @@ type MatchContext[K comparable] struct {
 }
 
 // Timestamp returns the match's timestamp: in event time the timestamp of
-// the event that completed it, or, for a timed-out partial match and for
-// a match completed by its window passing, the end of its window.
+// the event that completed it (or that released it, for a match a skip
+// strategy held back), or, for a timed-out partial match and for a match
+// completed by its window passing, the end of its window. In processing
+// time, the record's own timestamp, if it has one.
 func (c *MatchContext[K]) Timestamp() int64 {
 	ts, _ := c.kctx.Timestamp()
 	return ts
