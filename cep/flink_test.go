@@ -7,7 +7,7 @@ import (
 )
 
 // Cases from Flink's own CEP tests (AfterMatchSkipITCase, GreedyITCase,
-// NotPatternITCase):
+// NotPatternITCase, UntilConditionITCase):
 // the input events and the expected matches are Flink's; the patterns
 // are re-expressed with this package's API.
 
@@ -217,6 +217,47 @@ func TestFlinkCases(t *testing.T) {
 			evs("a1", "d1", "e", "b1", "b2", "c1", "d2").named("a", "d", "e", "b", "b", "c", "d"),
 			nil},
 	}
+	price5 := Simple(func(e fev) bool { return e.Price == 5 })
+	untilIn := fevs{{"c", 1, "s"}, {"a", 2, "m1"}, {"a", 3, "m2"}, {"a", 5, "brk"}, {"a", 6, "ign"}}
+	untilIn3 := fevs{{"c", 1, "s"}, {"a", 2, "m1"}, {"a", 3, "m2"}, {"a", 4, "m3"}, {"a", 5, "brk"}, {"a", 6, "ign"}}
+	untilAny := fevs{{"c", 1, "s"}, {"a", 2, "m1"}, {"a", 3, "m2"}, {"a", 5, "brk"}, {"a", 6, "m3"}}
+	middle := func() *Pattern[fev] {
+		return Begin[fev]("start").Where(name("c")).FollowedBy("middle").Where(name("a"))
+	}
+	middleAny := func() *Pattern[fev] {
+		return Begin[fev]("start").Where(name("c")).FollowedByAny("middle").Where(name("a"))
+	}
+	cases = append(cases, []struct {
+		name    string
+		pattern *Pattern[fev]
+		events  fevs
+		want    []string
+	}{
+		{"UntilConditionITCase.testUntilConditionFollowedByOneOrMore",
+			middle().OneOrMore().Until(price5).FollowedBy("end").Where(price5), untilIn,
+			[]string{"s m1 m2 brk", "s m1 brk"}},
+		{"UntilConditionITCase.testUntilConditionFollowedByOneOrMoreCombinations",
+			middle().OneOrMore().AllowCombinations().Until(price5).FollowedBy("end").Where(price5), untilIn3,
+			[]string{"s m1 m2 m3 brk", "s m1 m2 brk", "s m1 m3 brk", "s m1 brk"}},
+		{"UntilConditionITCase.testUntilConditionFollowedByOneOrMoreConsecutive",
+			middle().OneOrMore().Consecutive().Until(price5).FollowedBy("end").Where(price5), untilIn,
+			[]string{"s m1 m2 brk", "s m1 brk"}},
+		{"UntilConditionITCase.testUntilConditionFollowedByZeroOrMore",
+			middle().OneOrMore().Optional().Until(price5).FollowedBy("end").Where(price5), untilIn,
+			[]string{"s m1 m2 brk", "s m1 brk", "s brk"}},
+		{"UntilConditionITCase.testUntilConditionFollowedByZeroOrMoreCombinations",
+			middle().OneOrMore().Optional().AllowCombinations().Until(price5).FollowedBy("end").Where(price5), untilIn3,
+			[]string{"s m1 m2 m3 brk", "s m1 m2 brk", "s m1 m3 brk", "s m1 brk", "s brk"}},
+		{"UntilConditionITCase.testUntilConditionFollowedByZeroOrMoreConsecutive",
+			middle().OneOrMore().Optional().Consecutive().Until(price5).FollowedBy("end").Where(price5), untilIn,
+			[]string{"s m1 m2 brk", "s m1 brk", "s brk"}},
+		{"UntilConditionITCase.testUntilConditionFollowedByAnyOneOrMore",
+			middleAny().OneOrMore().Until(price5), untilAny,
+			[]string{"s m1 m2", "s m1", "s m2", "s m3"}},
+		{"UntilConditionITCase.testUntilConditionFollowedByAnyZeroOrMore",
+			middleAny().OneOrMore().Optional().Until(price5), untilAny,
+			[]string{"s m1 m2", "s m1", "s m2", "s m3", "s"}},
+	}...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			want := slices.Clone(c.want)
