@@ -289,7 +289,7 @@ func modelMatches(s spec, events []ev) []modelMatch {
 				if !rs[t].takes(events[f]) {
 					continue
 				}
-				ok, killed := gapOK(rs, st, t, last, f, events)
+				ok, killed := gapOK(rs, st, count, t, last, f, events)
 				if !ok {
 					continue
 				}
@@ -311,7 +311,7 @@ func modelMatches(s spec, events []ev) []modelMatch {
 
 // gapOK checks the events strictly between last (taken by step st) and
 // f (to be taken by step t), and f itself against NOT and greedy rules.
-func gapOK(rs []realStage, st, t, last, f int, events []ev) (ok, killed bool) {
+func gapOK(rs []realStage, st, count, t, last, f int, events []ev) (ok, killed bool) {
 	if st < 0 {
 		// The start: a match may begin at any event, but greedy steps
 		// skipped before t still narrow t's first state.
@@ -330,6 +330,18 @@ func gapOK(rs []realStage, st, t, last, f int, events []ev) (ok, killed bool) {
 		} else if !rs[t].entryIgnores(events[x]) {
 			return false, false
 		}
+	}
+	if t == st && t > 0 && rs[t-1].hasNotFollow && rs[t].times && count >= rs[t].min && f > last+1 {
+		// A times step right after NotFollowedBy, past its minimum:
+		// skipping an event moves the run to a state that still checks
+		// the NOT step (Flink's optional ignore state carries the stop
+		// edges), from the second skipped event on, and at f.
+		for x := last + 2; x < f; x++ {
+			if has(rs[t-1].notFollowAfter, events[x].L) {
+				return false, false
+			}
+		}
+		killed = has(rs[t-1].notFollowAfter, events[f].L)
 	}
 	if t > st {
 		for g := st; g < t; g++ {
