@@ -64,15 +64,18 @@ import (
 // says the case is refused with an error containing s; expect-wrong=(why)
 // says it runs but its rows differ from Flink's. The runner checks that a
 // marked case still fails that way, so a fix shows up as a failure that
-// asks for the mark to go; skip=(why) is for a case that cannot run here
-// at all (it hangs, or needs a connector the suite has not). Run with
-// -flinksuite.report to print the per-area table of docs/sql.md.
+// asks for the mark to go; skip=(why) is for a case whose outcome is not
+// deterministic in weir (it is counted as not passing). Run with
+// -flinksuite.report to print the per-area table of docs/sql.md, and with
+// -flinksuite.write-docs to put it there.
 
 var (
 	flinkReport = flag.Bool("flinksuite.report", false, "print the Flink-derived suite's table (for docs/sql.md)")
 	// flinkTriage lists unmarked failures, one a line, instead of failing:
 	// for marking new cases.
 	flinkTriage = flag.Bool("flinksuite.triage", false, "list the Flink-derived cases that fail and are not marked")
+	// flinkWriteDocs puts a full run's table into docs/sql.md.
+	flinkWriteDocs = flag.Bool("flinksuite.write-docs", false, "write the Flink-derived suite's table into docs/sql.md")
 )
 
 // flinkCase is one case's outcome, for the report.
@@ -100,15 +103,41 @@ func TestFlinkSuite(t *testing.T) {
 	flinkMu.Lock()
 	flinkCases = nil
 	flinkMu.Unlock()
+	ran := 0
 	for _, f := range files {
 		rel, _ := filepath.Rel(root, f)
 		t.Run(rel, func(t *testing.T) {
+			ran++
 			r := newFlinkRunner(t, filepath.Dir(rel))
 			datadriven.RunTest(t, f, r.run)
 		})
 	}
+	table := flinkSuiteTable()
 	if *flinkReport {
-		fmt.Print(flinkSuiteTable())
+		fmt.Print(table)
+	}
+	// docs/sql.md holds the table of a full run: a case that is added, or
+	// that starts or stops passing, shows here until the docs say so.
+	if ran == len(files) && !t.Failed() && !*flinkTriage {
+		path := filepath.Join("..", "docs", "sql.md")
+		doc, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const begin, end = "<!-- flinksuite:begin -->\n", "<!-- flinksuite:end -->"
+		before, after, ok1 := strings.Cut(string(doc), begin)
+		inDoc, rest, ok2 := strings.Cut(after, end)
+		switch {
+		case !ok1 || !ok2:
+			t.Fatalf("docs/sql.md has no %q ... %q section for the suite's table", begin, end)
+		case *flinkWriteDocs:
+			if err := os.WriteFile(path, []byte(before+begin+table+end+rest), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		case inDoc != table:
+			t.Errorf("docs/sql.md's table of the Flink-derived suite is out of date; rewrite it with\n" +
+				"  go test ./table -run 'TestFlinkSuite$' -count=1 -flinksuite.write-docs")
+		}
 	}
 }
 
@@ -151,11 +180,25 @@ func flinkSuiteTable() string {
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d |\n", a, c.n, c.pass, c.fail, c.skip)
 	}
 	fmt.Fprintf(&b, "| **total** | **%d** | **%d** | **%d** | **%d** |\n", total.n, total.pass, total.fail, total.skip)
-	b.WriteString("\n| case | from | status | why |\n|---|---|---|---|\n")
+	// The failing cases, those of one test and one reason on one line
+	// (most run at two parallelisms).
+	b.WriteString("\n| cases (file:line) | from | status | why |\n|---|---|---|---|\n")
+	type group struct{ file, source, status, reason string }
+	var order []group
+	lines := map[group][]string{}
 	for _, c := range flinkCases {
-		if c.status != "pass" {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", c.pos, c.source, c.status, strings.ReplaceAll(c.reason, "|", "\\|"))
+		if c.status == "pass" {
+			continue
 		}
+		file, line, _ := strings.Cut(strings.TrimPrefix(c.pos, "testdata/flink/"), ":")
+		g := group{file, c.source, c.status, c.reason}
+		if _, ok := lines[g]; !ok {
+			order = append(order, g)
+		}
+		lines[g] = append(lines[g], line)
+	}
+	for _, g := range order {
+		fmt.Fprintf(&b, "| %s:%s | %s | %s | %s |\n", g.file, strings.Join(lines[g], ", "), g.source, g.status, strings.ReplaceAll(g.reason, "|", "\\|"))
 	}
 	return b.String()
 }
@@ -282,7 +325,7 @@ func (r *flinkRunner) check(t *testing.T, d *datadriven.TestData) string {
 		return d.Expected
 	}
 	if why, ok := argVal(d, "expect-wrong"); ok {
-		c.status, c.reason = "fail", "wrong rows: "+why
+		c.status, c.reason = "fail", "wrong rows: "+why+"; Flink: "+firstLine(want)
 		switch {
 		case err != nil:
 			t.Errorf("%s: marked expect-wrong but fails with: %v", d.Pos, err)
@@ -314,6 +357,21 @@ func (r *flinkRunner) check(t *testing.T, d *datadriven.TestData) string {
 		got = sortedLines(got)
 	}
 	return got + "\n"
+}
+
+// firstLine shortens expected rows for the report.
+func firstLine(s string) string {
+	l, _, more := strings.Cut(s, "\n")
+	if len(l) > 60 {
+		l, more = l[:60], true
+	}
+	if l == "" {
+		l = "(no rows)"
+	}
+	if more {
+		l += " ..."
+	}
+	return "`" + l + "`"
 }
 
 func sortedLines(s string) string {
