@@ -47,9 +47,9 @@ import (
 //	----
 //	<Flink's expected rows>
 //
-// runs the query and compares its rows with Flink's: as a multiset of the
-// final table unless ordered (the order counts) or changelog (every
-// record, with its kind, in order); rows print as Flink's Row.toString
+// runs the query and compares its rows with Flink's: the final table, or
+// with changelog every record with its kind (+I(a,b), or +I[a, b] with
+// plus), as a multiset unless ordered; rows print as Flink's Row.toString
 // does, fields joined by ',' (or as +I[a, b] with plus);
 //
 //	eval [from=T]
@@ -310,7 +310,7 @@ func (r *flinkRunner) check(t *testing.T, d *datadriven.TestData) string {
 	}
 	got, err := r.runCase(d)
 	want := strings.TrimSuffix(d.Expected, "\n")
-	ordered := d.HasArg("ordered") || d.HasArg("changelog")
+	ordered := d.HasArg("ordered")
 	same := err == nil && sameRows(got, want, ordered)
 	if sub, ok := argVal(d, "expect-error"); ok {
 		c.status, c.reason = "fail", "error: "+sub
@@ -431,7 +431,11 @@ func (r *flinkRunner) runCase(d *datadriven.TestData) (string, error) {
 	var lines []string
 	if d.HasArg("changelog") {
 		for _, rec := range res.Rows {
-			lines = append(lines, javaRow(res, rec.Row, rec.Kind.String(), true))
+			if plus {
+				lines = append(lines, javaRow(res, rec.Row, rec.Kind.String(), true))
+			} else {
+				lines = append(lines, rec.Kind.String()+"("+javaRow(res, rec.Row, "", false)+")")
+			}
 		}
 		return strings.Join(lines, "\n"), nil
 	}
