@@ -58,7 +58,9 @@ import (
 //	<Flink's result, as CAST(... AS STRING), or NULL>
 //
 // evaluates SELECT <expression> [FROM T] in batch mode, as Flink's
-// expression tests do over their one row of test data.
+// expression tests do over their one row of test data. With
+// flink-error=(what), Flink refuses the case (its message is the expected
+// output) and weir must refuse it too.
 //
 // Cases weir does not pass yet stay in the files, marked: expect-error=(s)
 // says the case is refused with an error containing s; expect-wrong=(why)
@@ -312,6 +314,16 @@ func (r *flinkRunner) check(t *testing.T, d *datadriven.TestData) string {
 	want := strings.TrimSuffix(d.Expected, "\n")
 	ordered := d.HasArg("ordered")
 	same := err == nil && sameRows(got, want, ordered)
+	if flinkErr, ok := argVal(d, "flink-error"); ok {
+		// Flink refuses the statement (its message is the expected output):
+		// weir passes when it refuses it too, whatever its words.
+		same = err != nil
+		if same {
+			err = nil
+		} else {
+			err = fmt.Errorf("runs (giving %q) where Flink refuses it: %s", got, flinkErr)
+		}
+	}
 	if sub, ok := argVal(d, "expect-error"); ok {
 		c.status, c.reason = "fail", "error: "+sub
 		switch {
