@@ -126,14 +126,16 @@ func dashboardInBrowser(t *testing.T, token string, full bool) {
 	streaming := func(out string, rate int) []string {
 		return []string{"--mode", "streaming", "--input", input, "--output", filepath.Join(dir, out), "--rate", strconv.Itoa(rate)}
 	}
-	// The checkpoint settings as options (-D), which the JobManager
-	// reads too (GET /jobs/{id}/checkpoints/config).
-	run := []string{"run", "-d", "--jobmanager", host, "-p", "2",
-		"-D", "execution.checkpointing.interval=300ms", "-D", "state.checkpoints.dir=file://" + filepath.Join(dir, "chk"), wc}
+	// The checkpoint settings as the program's own flags, and its code
+	// retains checkpoints on cancellation in streaming mode: the
+	// JobManager gets them with the job graph (GET
+	// /jobs/{id}/checkpoints/config), and the page shows them.
+	run := []string{"run", "-d", "--jobmanager", host, "-p", "2", wc}
 	if token != "" {
 		run = append(run[:4:4], append([]string{"--token", token}, run[4:]...)...)
 	}
-	stdout, stderr, code := weir(t, append(run, streaming("out1", 200)...)...)
+	stdout, stderr, code := weir(t, append(run, append(streaming("out1", 200),
+		"--checkpoint-interval", "300ms", "--checkpoint-dir", "file://"+filepath.Join(dir, "chk"))...)...)
 	if code != exitOK {
 		t.Fatalf("weir run -d: exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -268,6 +270,17 @@ func dashboardInBrowser(t *testing.T, token string, full bool) {
 		do("open the checkpoints", chromedp.Navigate(rest+"/#/job/"+id+"/checkpoints"))
 		waitJS("checkpoint configuration", `document.getElementById('checkpoint-config-table') && document.getElementById('chk-completed')`, 10*time.Second)
 		shot(t, bctx, artifacts, "checkpoints")
+		shown := browserValue[map[string]string](b, `Object.fromEntries(Array.from(document.querySelectorAll('#checkpoint-config-table tr.checkpoint-config-row')).map((r) => [r.dataset.option, r.cells[0].textContent + ': ' + r.cells[1].textContent]))`)
+		for option, want := range map[string]string{
+			"mode":               "Checkpointing Mode: Exactly Once",
+			"interval":           "Interval: 300ms",
+			"externalization":    "Persist Checkpoints Externally: Enabled (retain on cancellation)",
+			"checkpoint_storage": "Checkpoint Storage: FileSystemCheckpointStorage",
+		} {
+			if shown[option] != want {
+				t.Errorf("the checkpoint configuration shows %q for %s, want %q (all: %v)", shown[option], option, want, shown)
+			}
+		}
 		checkpointDetailsInBrowser(t, b, job)
 		operatorMetricsInBrowser(t, b, rest, id, job)
 		do("open the TaskManagers", chromedp.Navigate(rest+"/#/taskmanagers"))
