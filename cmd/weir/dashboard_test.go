@@ -285,6 +285,24 @@ func dashboardInBrowser(t *testing.T, token string, full bool) {
 		operatorMetricsInBrowser(t, b, rest, id, job)
 		do("open the TaskManagers", chromedp.Navigate(rest+"/#/taskmanagers"))
 		waitJS("TaskManagers", `document.querySelectorAll('#tm-table tr.tm-row').length === 2`, 10*time.Second)
+		// The data ports the page shows are the JobManager's (Flink's
+		// dataPort, -1 shown as –).
+		ports := browserValue[map[string]string](b, `Object.fromEntries(Array.from(document.querySelectorAll('#tm-table tr.tm-row')).map((r) => [r.dataset.tmId, r.cells[2].textContent]))`)
+		tctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		tms, err := client.TaskManagers(tctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tm := range tms {
+			want := "–"
+			if tm.DataPort > 0 {
+				want = strconv.Itoa(tm.DataPort)
+			}
+			if ports[tm.ID] != want {
+				t.Errorf("the TaskManagers page shows data port %q for %s, want %q", ports[tm.ID], tm.ID, want)
+			}
+		}
 	}
 
 	// A job submitted from the page, with the program uploaded, runs.

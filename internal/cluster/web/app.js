@@ -1061,7 +1061,10 @@ function taskManagersView() {
       const tms = (await api('/taskmanagers')).taskmanagers || [];
       setHTML('tm-list', table('tm-table', [
         { title: 'ID', cell: (t) => `<a href="#/taskmanager/${encodeURIComponent(t.id)}">${esc(t.id)}</a>` },
-        { title: 'Address', cell: (t) => esc(t.address) },
+        { title: 'Address', cell: (t) => esc(t.address || t.path) },
+        // -1: no data listener there (Flink's value; a weir worker listens
+        // only when its job spreads over several TaskManagers).
+        { title: 'Data Port', cls: 'num', cell: (t) => (t.dataPort > 0 ? esc(t.dataPort) : '–') },
         { title: 'Slots', cls: 'num', cell: (t) => esc(t.slotsNumber) },
         { title: 'Free Slots', cls: 'num', cell: (t) => esc(t.freeSlots) },
         { title: 'CPU Cores', cls: 'num', cell: (t) => esc((t.hardware || {}).cpuCores ?? '–') },
