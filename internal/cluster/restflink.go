@@ -243,13 +243,15 @@ type PlanJSON struct {
 
 // PlanNodeJSON is one job vertex in the plan.
 type PlanNodeJSON struct {
-	ID               string          `json:"id"`
-	Parallelism      int             `json:"parallelism"`
-	Operator         string          `json:"operator"`
-	OperatorStrategy string          `json:"operator_strategy"`
-	Description      string          `json:"description"`
-	Inputs           []PlanInputJSON `json:"inputs,omitempty"` // none for a source
-	OptimizerProps   struct{}        `json:"optimizer_properties"`
+	ID               string `json:"id"`
+	Parallelism      int    `json:"parallelism"`
+	Operator         string `json:"operator"`
+	OperatorStrategy string `json:"operator_strategy"`
+	Description      string `json:"description"`
+	// Inputs is empty for a source: Flink 1.x leaves it out there, Flink
+	// 2's typed JobPlanInfo.Plan writes [], which both read.
+	Inputs         []PlanInputJSON `json:"inputs"`
+	OptimizerProps struct{}        `json:"optimizer_properties"`
 }
 
 // PlanInputJSON is one input edge of a plan node.
@@ -273,7 +275,7 @@ func (j *job) planJSON() JobPlanJSON {
 	}
 	out.Plan.Nodes = make([]PlanNodeJSON, 0, len(j.plan.Vertices))
 	for _, v := range j.plan.Vertices {
-		n := PlanNodeJSON{ID: v.ID, Parallelism: v.Parallelism, Operator: v.Name, Description: v.Name}
+		n := PlanNodeJSON{ID: v.ID, Parallelism: v.Parallelism, Operator: v.Name, Description: v.Name, Inputs: []PlanInputJSON{}}
 		var kinds, names []string
 		for _, op := range v.Operators {
 			kinds = append(kinds, op.Kind)

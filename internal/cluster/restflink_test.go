@@ -236,15 +236,15 @@ func TestFlinkMonitoringAPI(t *testing.T) {
 		{"/config", "#/components/schemas/DashboardConfiguration", nil},
 		{"/jobs/overview", "#/components/schemas/MultipleJobsDetails", nil},
 		{"/jobs/" + id + "/plan", "#/components/schemas/JobPlanInfo",
-			// A source has no inputs; Flink writes local_strategy and
-			// caching only for a pre-processing operation or operator
-			// level caching, which weir has not.
-			[]string{"JsonPlanNode.inputs", "JsonPlanInput.local_strategy", "JsonPlanInput.caching"}},
+			// Flink writes local_strategy and caching only for a
+			// pre-processing operation or operator level caching, which
+			// weir has not.
+			[]string{"JsonPlanInput.local_strategy", "JsonPlanInput.caching"}},
 		{"/jobs/" + id + "/config", "#/serialized/JobConfigInfoSerialized", nil},
 		{"/jobs/" + id + "/checkpoints/config", "#/components/schemas/CheckpointConfigInfo", nil},
 		{"/jobs/" + id, "#/components/schemas/JobDetailsInfo", []string{
 			// As at /jobs/{id}/plan.
-			"JsonPlanNode.inputs", "JsonPlanInput.local_strategy", "JsonPlanInput.caching",
+			"JsonPlanInput.local_strategy", "JsonPlanInput.caching",
 			// weir's own fields, which its CLI reads.
 			"+JobDetailsInfo.attempt", "+JobDetailsInfo.restarts", "+JobDetailsInfo.taskmanager", "+JobDetailsInfo.taskmanagerAddress",
 			"+JobDetailsInfo.slotsNeeded", "+JobDetailsInfo.workers", "+JobDetailsInfo.checkpoints", "+JobDetailsInfo.error",

@@ -71,7 +71,7 @@ func TestFlinkVertexAndCheckpointAPI(t *testing.T) {
 	checkShapes(t, schemas, base, []shapeCase{
 		{"/jobs/" + id, "#/components/schemas/JobDetailsInfo", []string{
 			// The plan as at /jobs/{id}/plan (TestFlinkMonitoringAPI).
-			"JsonPlanNode.inputs", "JsonPlanInput.local_strategy", "JsonPlanInput.caching",
+			"JsonPlanInput.local_strategy", "JsonPlanInput.caching",
 			// weir's own fields, which its CLI reads.
 			"+JobDetailsInfo.attempt", "+JobDetailsInfo.restarts", "+JobDetailsInfo.taskmanager", "+JobDetailsInfo.taskmanagerAddress",
 			"+JobDetailsInfo.slotsNeeded", "+JobDetailsInfo.workers", "+JobDetailsInfo.checkpoints",
