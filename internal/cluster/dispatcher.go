@@ -175,8 +175,10 @@ type JobDetails struct {
 	Now            int64            `json:"now"`
 	Timestamps     map[string]int64 `json:"timestamps"`
 	StatusCounts   map[string]int   `json:"status-counts"`
-	// Plan is the job's plan, as GET /jobs/{id}/plan has it.
-	Plan PlanJSON `json:"plan"`
+	// Plan is the job's plan, as GET /jobs/{id}/plan has it; JobType its
+	// type, STREAMING or BATCH (later Flink's "job-type").
+	Plan    PlanJSON `json:"plan"`
+	JobType string   `json:"job-type"`
 	// Attempt counts the deployments of the job, from 1; 0 before the
 	// first.
 	Attempt  int `json:"attempt"`
@@ -1373,6 +1375,7 @@ func (j *job) detailsLocked() JobDetails {
 		Waiting:     j.waiting, Error: j.err,
 		Plan: j.planJSON().Plan,
 	}
+	out.JobType = out.Plan.Type
 	for _, w := range j.workers {
 		wj := WorkerJSON{Index: w.index, TaskManager: w.tm, TaskManagerAddress: w.address, State: w.state, DataAddress: w.dataAddress,
 			StartTime: w.status.GetStarted()}

@@ -312,8 +312,8 @@ func TestFlinkMonitoringAPI(t *testing.T) {
 	// GET /jobs/{id} carries the plan of GET /jobs/{id}/plan.
 	var jd JobDetails
 	decodeGet(t, base, "/jobs/"+id, &jd)
-	if !reflect.DeepEqual(jd.Plan, plan.Plan) {
-		t.Errorf("/jobs/{id} plan = %+v, want %+v", jd.Plan, plan.Plan)
+	if !reflect.DeepEqual(jd.Plan, plan.Plan) || jd.JobType != "STREAMING" {
+		t.Errorf("/jobs/{id} plan = %+v, job-type %q, want %+v, STREAMING", jd.Plan, jd.JobType, plan.Plan)
 	}
 	// The program's configuration, over its -D options.
 	if uc := jc.ExecutionConfig.UserConfig; uc["execution.checkpointing.min-pause"] != "500 ms" || uc["execution.checkpointing.timeout"] != "1 min" {
