@@ -289,10 +289,28 @@ func (env *Environment) JobGraph(jobName string) (*graph.JobGraph, error) {
 		return nil, err
 	}
 	jg.Staged = runtime.RunsInStages(env.cfg, env.graph)
+	jg.Configuration = shippedConfiguration(env.cfg)
 	if err := checkCodecs(jg); err != nil {
 		return nil, err
 	}
 	return jg, nil
+}
+
+// shippedConfiguration is the configuration that travels with the job
+// graph to a cluster's JobManager: all of it but the security.* keys
+// (tokens, key files), which a JobManager shows to whoever reads its REST
+// API and which the job's workers get from their TaskManager instead.
+func shippedConfiguration(cfg *config.Configuration) map[string]string {
+	m := cfg.Map()
+	for k := range m {
+		if strings.HasPrefix(k, "security.") {
+			delete(m, k)
+		}
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 // checkCodecs fails a job whose records cross a task boundary without a

@@ -126,14 +126,16 @@ func dashboardInBrowser(t *testing.T, token string, full bool) {
 	streaming := func(out string, rate int) []string {
 		return []string{"--mode", "streaming", "--input", input, "--output", filepath.Join(dir, out), "--rate", strconv.Itoa(rate)}
 	}
-	// The checkpoint settings as options (-D), which the JobManager
-	// reads too (GET /jobs/{id}/checkpoints/config).
-	run := []string{"run", "-d", "--jobmanager", host, "-p", "2",
-		"-D", "execution.checkpointing.interval=300ms", "-D", "state.checkpoints.dir=file://" + filepath.Join(dir, "chk"), wc}
+	// The checkpoint settings as the program's own flags, and its code
+	// retains checkpoints on cancellation in streaming mode: the
+	// JobManager gets them with the job graph (GET
+	// /jobs/{id}/checkpoints/config), and the page shows them.
+	run := []string{"run", "-d", "--jobmanager", host, "-p", "2", wc}
 	if token != "" {
 		run = append(run[:4:4], append([]string{"--token", token}, run[4:]...)...)
 	}
-	stdout, stderr, code := weir(t, append(run, streaming("out1", 200)...)...)
+	stdout, stderr, code := weir(t, append(run, append(streaming("out1", 200),
+		"--checkpoint-interval", "300ms", "--checkpoint-dir", "file://"+filepath.Join(dir, "chk"))...)...)
 	if code != exitOK {
 		t.Fatalf("weir run -d: exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -268,10 +270,39 @@ func dashboardInBrowser(t *testing.T, token string, full bool) {
 		do("open the checkpoints", chromedp.Navigate(rest+"/#/job/"+id+"/checkpoints"))
 		waitJS("checkpoint configuration", `document.getElementById('checkpoint-config-table') && document.getElementById('chk-completed')`, 10*time.Second)
 		shot(t, bctx, artifacts, "checkpoints")
+		shown := browserValue[map[string]string](b, `Object.fromEntries(Array.from(document.querySelectorAll('#checkpoint-config-table tr.checkpoint-config-row')).map((r) => [r.dataset.option, r.cells[0].textContent + ': ' + r.cells[1].textContent]))`)
+		for option, want := range map[string]string{
+			"mode":               "Checkpointing Mode: Exactly Once",
+			"interval":           "Interval: 300ms",
+			"externalization":    "Persist Checkpoints Externally: Enabled (retain on cancellation)",
+			"checkpoint_storage": "Checkpoint Storage: FileSystemCheckpointStorage",
+		} {
+			if shown[option] != want {
+				t.Errorf("the checkpoint configuration shows %q for %s, want %q (all: %v)", shown[option], option, want, shown)
+			}
+		}
 		checkpointDetailsInBrowser(t, b, job)
 		operatorMetricsInBrowser(t, b, rest, id, job)
 		do("open the TaskManagers", chromedp.Navigate(rest+"/#/taskmanagers"))
 		waitJS("TaskManagers", `document.querySelectorAll('#tm-table tr.tm-row').length === 2`, 10*time.Second)
+		// The data ports the page shows are the JobManager's (Flink's
+		// dataPort, -1 shown as –).
+		ports := browserValue[map[string]string](b, `Object.fromEntries(Array.from(document.querySelectorAll('#tm-table tr.tm-row')).map((r) => [r.dataset.tmId, r.cells[2].textContent]))`)
+		tctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		tms, err := client.TaskManagers(tctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tm := range tms {
+			want := "–"
+			if tm.DataPort > 0 {
+				want = strconv.Itoa(tm.DataPort)
+			}
+			if ports[tm.ID] != want {
+				t.Errorf("the TaskManagers page shows data port %q for %s, want %q", ports[tm.ID], tm.ID, want)
+			}
+		}
 	}
 
 	// A job submitted from the page, with the program uploaded, runs.

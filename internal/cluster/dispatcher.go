@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -86,6 +87,10 @@ type JobPlan struct {
 	// Staged: a batch job whose stages take turns in the slots it gets,
 	// so that it runs in fewer slots than SlotsNeeded.
 	Staged bool
+	// Configuration is the job's configuration as its program runs it:
+	// its -D options and flags, then what its code set (checkpointing,
+	// restart strategy, ...). Programs of older weir versions send none.
+	Configuration map[string]string
 }
 
 // SlotsNeeded is the number of slots a job needs with slot sharing: in
@@ -170,6 +175,10 @@ type JobDetails struct {
 	Now            int64            `json:"now"`
 	Timestamps     map[string]int64 `json:"timestamps"`
 	StatusCounts   map[string]int   `json:"status-counts"`
+	// Plan is the job's plan, as GET /jobs/{id}/plan has it; JobType its
+	// type, STREAMING or BATCH (later Flink's "job-type").
+	Plan    PlanJSON `json:"plan"`
+	JobType string   `json:"job-type"`
 	// Attempt counts the deployments of the job, from 1; 0 before the
 	// first.
 	Attempt  int `json:"attempt"`
@@ -260,10 +269,12 @@ type JobCheckpointJSON struct {
 // job is one submitted job. The dispatcher's mutex guards the fields
 // below events.
 type job struct {
-	id          string
-	name        string
-	sub         JobSubmission
-	plan        JobPlan
+	id   string
+	name string
+	sub  JobSubmission
+	plan JobPlan
+	// cfg is the job's configuration (jobConfig), read once at submission.
+	cfg         *config.Configuration
 	slots       int
 	slotTimeout time.Duration
 	spread      bool // cluster.evenly-spread-out-slots
@@ -450,7 +461,7 @@ func (d *dispatcher) newJob(sub JobSubmission) (*job, error) {
 		d.jm.log.Info("dropped security options from the job's -D: workers need none, and their command lines are visible to local users",
 			"keys", dropped)
 	}
-	cfg, err := jobConfig(sub)
+	cfg, err := jobConfig(sub, plan)
 	if err != nil {
 		return nil, err
 	}
@@ -466,6 +477,7 @@ func (d *dispatcher) newJob(sub JobSubmission) (*job, error) {
 		name:        plan.JobName,
 		sub:         sub,
 		plan:        plan,
+		cfg:         cfg,
 		slots:       plan.SlotsNeeded(),
 		slotTimeout: slotTimeout,
 		spread:      spread,
@@ -482,9 +494,13 @@ func (d *dispatcher) newJob(sub JobSubmission) (*job, error) {
 	return j, nil
 }
 
-// jobConfig reads the options of a submission: its Options, then -D
-// arguments of the program, which the program applies last.
-func jobConfig(sub JobSubmission) (*config.Configuration, error) {
+// jobConfig reads the configuration of a submission: its Options, then
+// -D arguments of the program, which the program applies last, then the
+// configuration the program's plan carries, which holds both and what the
+// program's code set after them. A key of the plan's that this
+// JobManager does not know (a program of another weir version) is left
+// to the workers; a known key with a bad value is an error.
+func jobConfig(sub JobSubmission, plan JobPlan) (*config.Configuration, error) {
 	cfg := config.New()
 	defs := slices.Clone(sub.Options)
 	for i := 0; i < len(sub.Args); i++ {
@@ -509,8 +525,27 @@ func jobConfig(sub JobSubmission) (*config.Configuration, error) {
 			return nil, err
 		}
 	}
+	for _, k := range slices.Sorted(maps.Keys(plan.Configuration)) {
+		if strings.HasPrefix(k, "security.") || !knownOption(k) {
+			continue
+		}
+		if err := cfg.SetFrom("the plan's configuration", k, plan.Configuration[k]); err != nil {
+			return nil, fmt.Errorf("plan: %v", err)
+		}
+	}
 	return cfg, nil
 }
+
+// knownOptions are the keys of weir's configuration catalog.
+var knownOptions = sync.OnceValue(func() map[string]bool {
+	m := make(map[string]bool)
+	for _, o := range config.Options() {
+		m[o.Key] = true
+	}
+	return m
+})
+
+func knownOption(key string) bool { return knownOptions()[key] }
 
 // run drives one job through its attempts until it ends.
 func (d *dispatcher) run(j *job) {
@@ -665,7 +700,7 @@ func (d *dispatcher) discardCheckpointsLocked(j *job) {
 		if j.retainOnCancel {
 			return
 		}
-		if cfg, err := jobConfig(j.sub); err != nil || config.ExternalizedRetention.Get(cfg) == config.RetentionRetainOnCancellation {
+		if config.ExternalizedRetention.Get(j.cfg) == config.RetentionRetainOnCancellation {
 			return
 		}
 	default:
@@ -1338,7 +1373,9 @@ func (j *job) detailsLocked() JobDetails {
 		Vertices:    slices.Clone(j.vertices),
 		Checkpoints: JobCheckpointJSON{Completed: j.baseChk + j.attemptChk, Latest: j.latest},
 		Waiting:     j.waiting, Error: j.err,
+		Plan: j.planJSON().Plan,
 	}
+	out.JobType = out.Plan.Type
 	for _, w := range j.workers {
 		wj := WorkerJSON{Index: w.index, TaskManager: w.tm, TaskManagerAddress: w.address, State: w.state, DataAddress: w.dataAddress,
 			StartTime: w.status.GetStarted()}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -53,16 +54,23 @@ func TestJobPlanSlotsNeeded(t *testing.T) {
 func TestJobConfigRestartStrategy(t *testing.T) {
 	for _, tt := range []struct {
 		sub      JobSubmission
+		plan     JobPlan
 		restarts int // before the strategy gives up
 	}{
-		{JobSubmission{}, 3}, // fixed-delay, Flink's default for checkpointed jobs
-		{JobSubmission{Options: []string{"restart-strategy.type=none"}}, 0},
-		{JobSubmission{Options: []string{"restart-strategy.fixed-delay.attempts=1"}}, 1},
+		{JobSubmission{}, JobPlan{}, 3}, // fixed-delay, Flink's default for checkpointed jobs
+		{JobSubmission{Options: []string{"restart-strategy.type=none"}}, JobPlan{}, 0},
+		{JobSubmission{Options: []string{"restart-strategy.fixed-delay.attempts=1"}}, JobPlan{}, 1},
 		// -D in the program's arguments comes after the options.
 		{JobSubmission{Options: []string{"restart-strategy.type=none"},
-			Args: []string{"--input", "x", "-D", "restart-strategy.type=fixed-delay", "-D=restart-strategy.fixed-delay.attempts=2"}}, 2},
+			Args: []string{"--input", "x", "-D", "restart-strategy.type=fixed-delay", "-D=restart-strategy.fixed-delay.attempts=2"}}, JobPlan{}, 2},
+		// The plan's configuration is what the program ran with: its -D
+		// options, then what its code set, which wins.
+		{JobSubmission{Options: []string{"restart-strategy.fixed-delay.attempts=1"}},
+			JobPlan{Configuration: map[string]string{"restart-strategy.fixed-delay.attempts": "4"}}, 4},
+		// A key this JobManager does not know is the workers' business.
+		{JobSubmission{}, JobPlan{Configuration: map[string]string{"restart-strategy.type": "none", "from.a.newer.weir": "1"}}, 0},
 	} {
-		cfg, err := jobConfig(tt.sub)
+		cfg, err := jobConfig(tt.sub, tt.plan)
 		if err != nil {
 			t.Fatalf("%+v: %v", tt.sub, err)
 		}
@@ -77,8 +85,13 @@ func TestJobConfigRestartStrategy(t *testing.T) {
 			t.Errorf("%+v: %d restarts, want %d", tt.sub, n, tt.restarts)
 		}
 	}
-	if _, err := jobConfig(JobSubmission{Options: []string{"no.such.key=1"}}); err == nil {
+	if _, err := jobConfig(JobSubmission{Options: []string{"no.such.key=1"}}, JobPlan{}); err == nil {
 		t.Error("an unknown option was accepted")
+	}
+	bad := JobPlan{Configuration: map[string]string{"execution.checkpointing.interval": "soon"}}
+	if _, err := jobConfig(JobSubmission{}, bad); err == nil || !strings.Contains(err.Error(), "execution.checkpointing.interval") ||
+		!strings.Contains(err.Error(), "plan") {
+		t.Errorf("a bad value in the plan's configuration: %v", err)
 	}
 }
 

@@ -284,6 +284,17 @@ func TestJobSpreadOverTaskManagers(t *testing.T) {
 	if resp, err = report(a, a.regID, id, 1, 0, "127.0.0.1:1111"); err != nil || !resp.GetComplete() {
 		t.Fatalf("report again: %v, %v; want complete", resp, err)
 	}
+	// A TaskManager's data port (Flink's dataPort) is its worker's data
+	// listener.
+	var tms TaskManagersJSON
+	decodeGet(t, jm.RESTURL(), "/taskmanagers", &tms)
+	ports := make(map[string]int)
+	for _, tm := range tms.TaskManagers {
+		ports[tm.ID] = tm.DataPort
+	}
+	if ports["tm-a"] != 1111 || ports["tm-b"] != 2222 || len(ports) != 2 {
+		t.Errorf("data ports %v, want tm-a 1111 and tm-b 2222", ports)
+	}
 
 	// Checkpoints count once the JobManager confirmed them, and only the
 	// leader worker's TaskManager may ask.

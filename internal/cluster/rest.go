@@ -36,17 +36,73 @@ type Overview struct {
 	LeaderREST string `json:"leader-rest,omitempty"`
 }
 
-// TaskManagerJSON describes one TaskManager in GET /taskmanagers.
+// TaskManagerJSON describes one TaskManager in GET /taskmanagers: Flink's
+// TaskManagerInfo, with weir's own address, registered and lastHeartbeat.
 type TaskManagerJSON struct {
-	ID          string `json:"id"`
-	Address     string `json:"address"`
-	SlotsNumber int    `json:"slotsNumber"`
-	FreeSlots   int    `json:"freeSlots"`
-	// Registered and LastHeartbeat are Unix times in milliseconds. Flink
-	// calls the latter, also a point in time, "timeSinceLastHeartbeat".
-	Registered    int64    `json:"registered"`
-	LastHeartbeat int64    `json:"lastHeartbeat"`
-	Hardware      Hardware `json:"hardware"`
+	ID string `json:"id"`
+	// Path is the TaskManager's RPC address (Flink's RPC endpoint path).
+	Path string `json:"path"`
+	// DataPort is the port of the data listener on the TaskManager: that
+	// of a job worker there which exchanges records with workers on other
+	// TaskManagers (weir's workers listen on ports of their own); -1, as
+	// Flink reports a TaskManager without a network listener, when none.
+	DataPort int `json:"dataPort"`
+	// JMXPort is -1, Flink's answer for a TaskManager without JMX.
+	JMXPort int `json:"jmxPort"`
+	// TimeSinceLastHeartbeat is, as in Flink, the Unix time in
+	// milliseconds of the last heartbeat.
+	TimeSinceLastHeartbeat int64 `json:"timeSinceLastHeartbeat"`
+	SlotsNumber            int   `json:"slotsNumber"`
+	FreeSlots              int   `json:"freeSlots"`
+	// TotalResource and FreeResource: weir's slots have no resource
+	// profile (CPU and memory are not divided among them), which Flink
+	// writes as its unknown profile.
+	TotalResource ResourceProfileJSON `json:"totalResource"`
+	FreeResource  ResourceProfileJSON `json:"freeResource"`
+	Hardware      Hardware            `json:"hardware"`
+	// MemoryConfiguration: a weir TaskManager configures no memory pools
+	// (no JVM), so every size is null, as Flink writes an unset one.
+	MemoryConfiguration MemoryConfigurationJSON `json:"memoryConfiguration"`
+	// Blocked: weir has no blocklist.
+	Blocked bool `json:"blocked"`
+	// Address is the same RPC address; Registered and LastHeartbeat are
+	// Unix times in milliseconds (weir's own fields).
+	Address       string `json:"address"`
+	Registered    int64  `json:"registered"`
+	LastHeartbeat int64  `json:"lastHeartbeat"`
+}
+
+// ResourceProfileJSON is Flink's ResourceProfileInfo: CPU cores and
+// memory in MiB.
+type ResourceProfileJSON struct {
+	CPUCores          float64            `json:"cpuCores"`
+	TaskHeapMemory    int                `json:"taskHeapMemory"`
+	TaskOffHeapMemory int                `json:"taskOffHeapMemory"`
+	ManagedMemory     int                `json:"managedMemory"`
+	NetworkMemory     int                `json:"networkMemory"`
+	ExtendedResources map[string]float64 `json:"extendedResources"`
+}
+
+// unknownResourceProfile is how Flink's ResourceProfileInfo writes
+// ResourceProfile.UNKNOWN: -1 everywhere, no extended resources.
+func unknownResourceProfile() ResourceProfileJSON {
+	return ResourceProfileJSON{CPUCores: -1, TaskHeapMemory: -1, TaskOffHeapMemory: -1, ManagedMemory: -1, NetworkMemory: -1,
+		ExtendedResources: map[string]float64{}}
+}
+
+// MemoryConfigurationJSON is Flink's TaskExecutorMemoryConfiguration:
+// sizes in bytes, null when not configured.
+type MemoryConfigurationJSON struct {
+	FrameworkHeap      *int64 `json:"frameworkHeap"`
+	TaskHeap           *int64 `json:"taskHeap"`
+	FrameworkOffHeap   *int64 `json:"frameworkOffHeap"`
+	TaskOffHeap        *int64 `json:"taskOffHeap"`
+	NetworkMemory      *int64 `json:"networkMemory"`
+	ManagedMemory      *int64 `json:"managedMemory"`
+	JVMMetaspace       *int64 `json:"jvmMetaspace"`
+	JVMOverhead        *int64 `json:"jvmOverhead"`
+	TotalFlinkMemory   *int64 `json:"totalFlinkMemory"`
+	TotalProcessMemory *int64 `json:"totalProcessMemory"`
 }
 
 // TaskManagersJSON is the answer of GET /taskmanagers.
@@ -186,22 +242,35 @@ func (jm *JobManager) handleConfig(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func taskManagerJSON(tm TaskManagerInfo) TaskManagerJSON {
+// taskManagerJSON describes tm; dataPorts holds the data ports of the
+// TaskManagers' workers (dispatcher.dataPorts).
+func taskManagerJSON(tm TaskManagerInfo, dataPorts map[string]int) TaskManagerJSON {
+	port, ok := dataPorts[tm.ResourceID]
+	if !ok {
+		port = -1
+	}
 	return TaskManagerJSON{
-		ID:            tm.ResourceID,
-		Address:       tm.Address,
-		SlotsNumber:   tm.Slots,
-		FreeSlots:     tm.FreeSlots,
-		Registered:    tm.Registered.UnixMilli(),
-		LastHeartbeat: tm.LastHeartbeat.UnixMilli(),
-		Hardware:      tm.Hardware,
+		ID:                     tm.ResourceID,
+		Path:                   tm.Address,
+		DataPort:               port,
+		JMXPort:                -1,
+		TimeSinceLastHeartbeat: tm.LastHeartbeat.UnixMilli(),
+		SlotsNumber:            tm.Slots,
+		FreeSlots:              tm.FreeSlots,
+		TotalResource:          unknownResourceProfile(),
+		FreeResource:           unknownResourceProfile(),
+		Hardware:               tm.Hardware,
+		Address:                tm.Address,
+		Registered:             tm.Registered.UnixMilli(),
+		LastHeartbeat:          tm.LastHeartbeat.UnixMilli(),
 	}
 }
 
 func (jm *JobManager) handleTaskManagers(w http.ResponseWriter, r *http.Request) {
 	out := TaskManagersJSON{TaskManagers: []TaskManagerJSON{}}
+	ports := jm.dispatcher.dataPorts()
 	for _, tm := range jm.pool.TaskManagers() {
-		out.TaskManagers = append(out.TaskManagers, taskManagerJSON(tm))
+		out.TaskManagers = append(out.TaskManagers, taskManagerJSON(tm, ports))
 	}
 	writeJSON(w, http.StatusOK, out)
 }

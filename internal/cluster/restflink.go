@@ -3,9 +3,11 @@ package cluster
 import (
 	"fmt"
 	"html"
+	"net"
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -224,26 +226,32 @@ func (j *job) subtaskStateLocked(v JobVertexJSON, s int) string {
 	return "created"
 }
 
-// JobPlanJSON is the answer of GET /jobs/{id}/plan (Flink's JobPlanInfo,
-// whose plan is the JSON of Flink's JsonPlanGenerator).
+// JobPlanJSON is the answer of GET /jobs/{id}/plan (Flink's JobPlanInfo).
 type JobPlanJSON struct {
-	Plan struct {
-		JID   string         `json:"jid"`
-		Name  string         `json:"name"`
-		Type  string         `json:"type"`
-		Nodes []PlanNodeJSON `json:"nodes"`
-	} `json:"plan"`
+	Plan PlanJSON `json:"plan"`
+}
+
+// PlanJSON is a job's plan as Flink's JsonPlanGenerator writes it, in
+// GET /jobs/{id}/plan and as the "plan" of GET /jobs/{id} (Flink's
+// JobDetailsInfo carries the same object).
+type PlanJSON struct {
+	JID   string         `json:"jid"`
+	Name  string         `json:"name"`
+	Type  string         `json:"type"`
+	Nodes []PlanNodeJSON `json:"nodes"`
 }
 
 // PlanNodeJSON is one job vertex in the plan.
 type PlanNodeJSON struct {
-	ID               string          `json:"id"`
-	Parallelism      int             `json:"parallelism"`
-	Operator         string          `json:"operator"`
-	OperatorStrategy string          `json:"operator_strategy"`
-	Description      string          `json:"description"`
-	Inputs           []PlanInputJSON `json:"inputs,omitempty"` // none for a source
-	OptimizerProps   struct{}        `json:"optimizer_properties"`
+	ID               string `json:"id"`
+	Parallelism      int    `json:"parallelism"`
+	Operator         string `json:"operator"`
+	OperatorStrategy string `json:"operator_strategy"`
+	Description      string `json:"description"`
+	// Inputs is empty for a source: Flink 1.x leaves it out there, Flink
+	// 2's typed JobPlanInfo.Plan writes [], which both read.
+	Inputs         []PlanInputJSON `json:"inputs"`
+	OptimizerProps struct{}        `json:"optimizer_properties"`
 }
 
 // PlanInputJSON is one input edge of a plan node.
@@ -262,12 +270,12 @@ func (j *job) planJSON() JobPlanJSON {
 	var out JobPlanJSON
 	out.Plan.JID, out.Plan.Name = j.id, j.name
 	out.Plan.Type = "STREAMING"
-	if cfg, err := jobConfig(j.sub); err == nil && config.RuntimeMode.Get(cfg) == config.RuntimeModeBatch {
+	if config.RuntimeMode.Get(j.cfg) == config.RuntimeModeBatch {
 		out.Plan.Type = "BATCH"
 	}
 	out.Plan.Nodes = make([]PlanNodeJSON, 0, len(j.plan.Vertices))
 	for _, v := range j.plan.Vertices {
-		n := PlanNodeJSON{ID: v.ID, Parallelism: v.Parallelism, Operator: v.Name, Description: v.Name}
+		n := PlanNodeJSON{ID: v.ID, Parallelism: v.Parallelism, Operator: v.Name, Description: v.Name, Inputs: []PlanInputJSON{}}
 		var kinds, names []string
 		for _, op := range v.Operators {
 			kinds = append(kinds, op.Kind)
@@ -310,10 +318,7 @@ type JobConfigJSON struct {
 
 func (jm *JobManager) handleJobConfig(w http.ResponseWriter, r *http.Request) {
 	jm.withJob(w, r, func(j *job) any {
-		cfg, err := jobConfig(j.sub)
-		if err != nil {
-			return restError{http.StatusInternalServerError, fmt.Sprintf("job %s: %v", j.id, err)}
-		}
+		cfg := j.cfg
 		var out JobConfigJSON
 		out.JID, out.Name = j.id, j.name
 		ec := &out.ExecutionConfig
@@ -333,8 +338,8 @@ func (jm *JobManager) handleJobConfig(w http.ResponseWriter, r *http.Request) {
 		}
 		// weir's operators never reuse record objects.
 		ec.ObjectReuseMode = false
-		// The options the job was submitted with (-D), security ones
-		// removed at submission.
+		// The job's configuration: its -D options and what its program
+		// set (flags, code), security ones removed.
 		ec.UserConfig = cfg.Map()
 		return out
 	})
@@ -362,7 +367,9 @@ func describeRestart(cfg *config.Configuration) string {
 }
 
 // CheckpointConfigJSON is the answer of GET /jobs/{id}/checkpoints/config
-// (Flink's CheckpointConfigInfo). Durations are milliseconds.
+// (Flink's CheckpointConfigInfo). Durations are milliseconds. It describes
+// the checkpointing the job runs with: its -D options and what its
+// program set in code, which reach the JobManager with the job graph.
 type CheckpointConfigJSON struct {
 	Mode            string `json:"mode"` // exactly_once or at_least_once
 	Interval        int64  `json:"interval"`
@@ -378,42 +385,62 @@ type CheckpointConfigJSON struct {
 	UnalignedCheckpoints       bool   `json:"unaligned_checkpoints"`
 	TolerableFailedCheckpoints int    `json:"tolerable_failed_checkpoints"`
 	AlignedCheckpointTimeout   int64  `json:"aligned_checkpoint_timeout"`
+	// CheckpointsAfterTasksFinish: weir's streaming jobs keep taking
+	// checkpoints when some of their tasks have finished (the finished
+	// ones acknowledge with their end), as Flink does by default.
+	CheckpointsAfterTasksFinish bool `json:"checkpoints_after_tasks_finish"`
+	// weir has no changelog state backend: the three fields say so with
+	// Flink's defaults (state.changelog.storage "memory",
+	// state.backend.changelog.periodic-materialize.interval 10 min).
+	StateChangelogEnabled             bool   `json:"state_changelog_enabled"`
+	ChangelogPeriodicMaterialInterval int64  `json:"changelog_periodic_materialization_interval"`
+	ChangelogStorage                  string `json:"changelog_storage"`
 }
+
+// flinkChangelogMaterializeInterval is Flink's default of
+// state.backend.changelog.periodic-materialize.interval.
+const flinkChangelogMaterializeInterval = 10 * time.Minute
 
 func (jm *JobManager) handleCheckpointConfig(w http.ResponseWriter, r *http.Request) {
 	jm.withJob(w, r, func(j *job) any {
-		cfg, err := jobConfig(j.sub)
-		if err != nil {
-			return restError{http.StatusInternalServerError, fmt.Sprintf("job %s: %v", j.id, err)}
-		}
+		cfg := j.cfg
 		interval := config.CheckpointInterval.Get(cfg)
-		if interval <= 0 {
-			// Flink answers so for a job without checkpointing.
+		if interval <= 0 || config.RuntimeMode.Get(cfg) == config.RuntimeModeBatch {
+			// Flink answers so for a job without checkpointing (a batch
+			// job takes none).
 			return restError{http.StatusNotFound, fmt.Sprintf("Checkpointing is not enabled for this job (%s).", j.id)}
 		}
-		var out CheckpointConfigJSON
-		out.Mode = strings.ToLower(config.CheckpointMode.Get(cfg))
-		out.Interval = interval.Milliseconds()
-		out.Timeout = config.CheckpointTimeout.Get(cfg).Milliseconds()
-		out.MinPause = config.CheckpointMinPause.Get(cfg).Milliseconds()
-		out.MaxConcurrent = int64(config.CheckpointMaxConcurrent.Get(cfg))
-		dir := config.CheckpointsDir.Get(cfg)
-		// Checkpoints outlive the job only in a checkpoint directory.
-		out.Externalization.Enabled = dir != ""
-		out.Externalization.DeleteOnCancellation = config.ExternalizedRetention.Get(cfg) == config.RetentionDeleteOnCancellation
-		out.StateBackend = "HashMapStateBackend"
-		if config.StateBackend.Get(cfg) == config.StateBackendPebble {
-			out.StateBackend = "PebbleStateBackend"
-		}
-		out.CheckpointStorage = "JobManagerCheckpointStorage"
-		if dir != "" {
-			out.CheckpointStorage = "FileSystemCheckpointStorage"
-		}
-		out.UnalignedCheckpoints = config.UnalignedCheckpoints.Get(cfg)
-		out.TolerableFailedCheckpoints = config.TolerableCheckpointFailures.Get(cfg)
-		out.AlignedCheckpointTimeout = config.AlignedCheckpointTimeout.Get(cfg).Milliseconds()
-		return out
+		return checkpointConfigOf(cfg)
 	})
+}
+
+// checkpointConfigOf describes the checkpointing of a job with cfg.
+func checkpointConfigOf(cfg *config.Configuration) CheckpointConfigJSON {
+	var out CheckpointConfigJSON
+	out.Mode = strings.ToLower(config.CheckpointMode.Get(cfg))
+	out.Interval = config.CheckpointInterval.Get(cfg).Milliseconds()
+	out.Timeout = config.CheckpointTimeout.Get(cfg).Milliseconds()
+	out.MinPause = config.CheckpointMinPause.Get(cfg).Milliseconds()
+	out.MaxConcurrent = int64(config.CheckpointMaxConcurrent.Get(cfg))
+	dir := config.CheckpointsDir.Get(cfg)
+	// Checkpoints outlive the job only in a checkpoint directory.
+	out.Externalization.Enabled = dir != ""
+	out.Externalization.DeleteOnCancellation = config.ExternalizedRetention.Get(cfg) == config.RetentionDeleteOnCancellation
+	out.StateBackend = "HashMapStateBackend"
+	if config.StateBackend.Get(cfg) == config.StateBackendPebble {
+		out.StateBackend = "PebbleStateBackend"
+	}
+	out.CheckpointStorage = "JobManagerCheckpointStorage"
+	if dir != "" {
+		out.CheckpointStorage = "FileSystemCheckpointStorage"
+	}
+	out.UnalignedCheckpoints = config.UnalignedCheckpoints.Get(cfg)
+	out.TolerableFailedCheckpoints = config.TolerableCheckpointFailures.Get(cfg)
+	out.AlignedCheckpointTimeout = config.AlignedCheckpointTimeout.Get(cfg).Milliseconds()
+	out.CheckpointsAfterTasksFinish = true
+	out.ChangelogPeriodicMaterialInterval = flinkChangelogMaterializeInterval.Milliseconds()
+	out.ChangelogStorage = "memory"
+	return out
 }
 
 // JobExceptionsJSON is the answer of GET /jobs/{id}/exceptions (Flink's
@@ -493,29 +520,19 @@ func (jm *JobManager) handleJobExceptions(w http.ResponseWriter, r *http.Request
 }
 
 // TaskManagerDetailsJSON is the answer of GET /taskmanagers/{id}: Flink's
-// TaskManagerDetailsInfo as far as weir knows it, plus weir's own fields
-// of GET /taskmanagers (address, registered, lastHeartbeat). Left out:
-// dataPort (weir's workers each listen on a port of their own),
-// totalResource, freeResource and memoryConfiguration (weir measures
-// slots, not memory per slot), and metrics.
+// TaskManagerDetailsInfo, the TaskManager as GET /taskmanagers lists it
+// with the slots its jobs hold. Left out: metrics (Flink's JVM memory and
+// garbage collector figures; weir's are at /taskmanagers/{id}/metrics).
 type TaskManagerDetailsJSON struct {
 	TaskManagerJSON
-	// Path is the TaskManager's RPC address, as Flink's names its RPC
-	// endpoint.
-	Path string `json:"path"`
-	// JMXPort is -1, Flink's answer for a TaskManager without JMX.
-	JMXPort int `json:"jmxPort"`
-	// TimeSinceLastHeartbeat is, as in Flink, the Unix time in
-	// milliseconds of the last heartbeat.
-	TimeSinceLastHeartbeat int64 `json:"timeSinceLastHeartbeat"`
 	// AllocatedSlots has one entry per slot a job holds.
 	AllocatedSlots []AllocatedSlotJSON `json:"allocatedSlots"`
 }
 
-// AllocatedSlotJSON is one slot held by a job (Flink's SlotInfo, without
-// its resource profile).
+// AllocatedSlotJSON is one slot held by a job (Flink's SlotInfo).
 type AllocatedSlotJSON struct {
-	JobID string `json:"jobId"`
+	JobID    string              `json:"jobId"`
+	Resource ResourceProfileJSON `json:"resource"`
 }
 
 func (jm *JobManager) handleTaskManagerDetails(w http.ResponseWriter, r *http.Request) {
@@ -525,14 +542,42 @@ func (jm *JobManager) handleTaskManagerDetails(w http.ResponseWriter, r *http.Re
 		writeError(w, http.StatusNotFound, fmt.Sprintf("taskmanager %s not found", id))
 		return
 	}
-	out := TaskManagerDetailsJSON{TaskManagerJSON: taskManagerJSON(tm), Path: tm.Address, JMXPort: -1,
-		TimeSinceLastHeartbeat: tm.LastHeartbeat.UnixMilli(), AllocatedSlots: []AllocatedSlotJSON{}}
+	out := TaskManagerDetailsJSON{TaskManagerJSON: taskManagerJSON(tm, jm.dispatcher.dataPorts()), AllocatedSlots: []AllocatedSlotJSON{}}
 	for _, job := range jm.pool.slotOwners(id) {
 		if job != "" {
-			out.AllocatedSlots = append(out.AllocatedSlots, AllocatedSlotJSON{JobID: job})
+			out.AllocatedSlots = append(out.AllocatedSlots, AllocatedSlotJSON{JobID: job, Resource: unknownResourceProfile()})
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// dataPorts returns, by TaskManager, the port of the data listener of a
+// live job worker there: weir's TaskManagers have no data listener of
+// their own, their workers do (those of jobs spread over several
+// TaskManagers). Of several, the oldest job's.
+func (d *dispatcher) dataPorts() map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[string]int)
+	for _, id := range d.order {
+		j := d.jobs[id]
+		if IsTerminalJobState(j.state) {
+			continue
+		}
+		for _, w := range j.workers {
+			if _, seen := out[w.tm]; seen || w.dataAddress == "" || (w.state != attemptDeploying && w.state != attemptRunning) {
+				continue
+			}
+			_, p, err := net.SplitHostPort(w.dataAddress)
+			if err != nil {
+				continue
+			}
+			if n, err := strconv.Atoi(p); err == nil {
+				out[w.tm] = n
+			}
+		}
+	}
+	return out
 }
 
 // slotOwners returns the job holding each slot of TaskManager id ("" for

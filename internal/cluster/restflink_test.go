@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -25,6 +26,8 @@ type flinkSchema struct {
 	Items                *flinkSchema            `yaml:"items"`
 	AdditionalProperties *flinkSchema            `yaml:"additionalProperties"`
 	Enum                 []string                `yaml:"enum"`
+	// Nullable: null is a value of the field (Flink's boxed Long fields).
+	Nullable bool `yaml:"nullable"`
 }
 
 // flinkSchemas reads testdata/flink_rest_schemas.yml: Flink's published
@@ -72,6 +75,9 @@ func shapeErrors(schemas map[string]*flinkSchema, ref string, v any, path string
 func checkShape(schemas map[string]*flinkSchema, name string, s *flinkSchema, v any, path string, absent []string) []string {
 	if s.Ref != "" {
 		return shapeErrors(schemas, s.Ref, v, path, absent)
+	}
+	if v == nil && s.Nullable {
+		return nil
 	}
 	var errs []string
 	bad := func(format string, args ...any) []string {
@@ -200,13 +206,18 @@ func TestFlinkMonitoringAPI(t *testing.T) {
 	base := jm.RESTURL()
 	defer http.DefaultClient.CloseIdleConnections()
 
-	id := submitTestJob(t, jm, flinkAPIPlan,
-		"restart-strategy.fixed-delay.delay=10ms",
-		"execution.checkpointing.interval=2s",
-		"execution.checkpointing.mode=AT_LEAST_ONCE",
-		"execution.checkpointing.externalized-checkpoint-retention=RETAIN_ON_CANCELLATION",
-		"state.checkpoints.dir=/nonexistent/weir-chk",
-		"state.backend.type=pebble")
+	// The job's program enabled checkpointing in its code: the settings
+	// come in the plan's configuration, over the -D options (the mode).
+	id := submitTestJob(t, jm, withConfiguration(t, flinkAPIPlan, map[string]string{
+		"restart-strategy.fixed-delay.delay":                        "10ms",
+		"execution.checkpointing.interval":                          "2s",
+		"execution.checkpointing.mode":                              "AT_LEAST_ONCE",
+		"execution.checkpointing.min-pause":                         "500ms",
+		"execution.checkpointing.tolerable-failed-checkpoints":      "3",
+		"execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
+		"state.checkpoints.dir":                                     "/nonexistent/weir-chk",
+		"state.backend.type":                                        "pebble"}),
+		"execution.checkpointing.mode=EXACTLY_ONCE", "execution.checkpointing.timeout=1m")
 	// Attempt 1 fails; attempt 2 runs.
 	waitFor(t, 5*time.Second, "attempt 1 deployed", func() bool { return tm.submit(id, 1) != nil })
 	tm.set(id, func(js *rpcpb.JobStatus) { js.State, js.Error = JobFailed, "boom in attempt one" })
@@ -225,14 +236,24 @@ func TestFlinkMonitoringAPI(t *testing.T) {
 		{"/config", "#/components/schemas/DashboardConfiguration", nil},
 		{"/jobs/overview", "#/components/schemas/MultipleJobsDetails", nil},
 		{"/jobs/" + id + "/plan", "#/components/schemas/JobPlanInfo",
-			// A source has no inputs; Flink writes local_strategy and
-			// caching only for a pre-processing operation or operator
-			// level caching, which weir has not.
-			[]string{"JsonPlanNode.inputs", "JsonPlanInput.local_strategy", "JsonPlanInput.caching"}},
+			// Flink writes local_strategy and caching only for a
+			// pre-processing operation or operator level caching, which
+			// weir has not.
+			[]string{"JsonPlanInput.local_strategy", "JsonPlanInput.caching"}},
 		{"/jobs/" + id + "/config", "#/serialized/JobConfigInfoSerialized", nil},
-		{"/jobs/" + id + "/checkpoints/config", "#/components/schemas/CheckpointConfigInfo",
-			// weir has no execution.checkpointing.checkpoints-after-tasks-finish.
-			[]string{"CheckpointConfigInfo.checkpoints_after_tasks_finish"}},
+		{"/jobs/" + id + "/checkpoints/config", "#/components/schemas/CheckpointConfigInfo", nil},
+		{"/jobs/" + id, "#/components/schemas/JobDetailsInfo", []string{
+			// As at /jobs/{id}/plan.
+			"JsonPlanInput.local_strategy", "JsonPlanInput.caching",
+			// weir's own fields, which its CLI reads.
+			"+JobDetailsInfo.attempt", "+JobDetailsInfo.restarts", "+JobDetailsInfo.taskmanager", "+JobDetailsInfo.taskmanagerAddress",
+			"+JobDetailsInfo.slotsNeeded", "+JobDetailsInfo.workers", "+JobDetailsInfo.checkpoints", "+JobDetailsInfo.error",
+			"+JobDetailsVertex.slotSharingGroup", "+JobDetailsVertex.taskmanager", "+JobDetailsVertex.subtasks"}},
+		{"/taskmanagers", "#/components/schemas/TaskManagersInfo", []string{
+			// weir's own.
+			"+TaskManagerInfo.address", "+TaskManagerInfo.registered", "+TaskManagerInfo.lastHeartbeat",
+			// Not known to weir.
+			"HardwareDescription.freeMemory", "HardwareDescription.managedMemory"}},
 		{"/jobs/" + id + "/exceptions", "#/components/schemas/JobExceptionsInfoWithHistory",
 			// An attempt fails as a whole, as Flink's global failures,
 			// which name no task and no location.
@@ -241,9 +262,7 @@ func TestFlinkMonitoringAPI(t *testing.T) {
 			// weir's own, as in GET /taskmanagers.
 			"+TaskManagerDetailsInfo.address", "+TaskManagerDetailsInfo.registered", "+TaskManagerDetailsInfo.lastHeartbeat",
 			// Not known to weir (see TaskManagerDetailsJSON).
-			"TaskManagerDetailsInfo.dataPort", "TaskManagerDetailsInfo.totalResource", "TaskManagerDetailsInfo.freeResource",
-			"TaskManagerDetailsInfo.memoryConfiguration", "TaskManagerDetailsInfo.metrics",
-			"HardwareDescription.freeMemory", "HardwareDescription.managedMemory", "SlotInfo.resource"}},
+			"TaskManagerDetailsInfo.metrics", "HardwareDescription.freeMemory", "HardwareDescription.managedMemory"}},
 		{"/jobs/" + idle + "/exceptions", "#/components/schemas/JobExceptionsInfoWithHistory",
 			// Flink too leaves them out of a job that has not failed.
 			[]string{"JobExceptionsInfoWithHistory.root-exception", "JobExceptionsInfoWithHistory.timestamp"}},
@@ -284,10 +303,21 @@ func TestFlinkMonitoringAPI(t *testing.T) {
 	}
 	var cc CheckpointConfigJSON
 	decodeGet(t, base, "/jobs/"+id+"/checkpoints/config", &cc)
-	if cc.Mode != "at_least_once" || cc.Interval != 2000 || cc.Timeout != 600000 || cc.MaxConcurrent != 1 ||
+	if cc.Mode != "at_least_once" || cc.Interval != 2000 || cc.Timeout != 60000 || cc.MinPause != 500 || cc.MaxConcurrent != 1 ||
 		!cc.Externalization.Enabled || cc.Externalization.DeleteOnCancellation || cc.StateBackend != "PebbleStateBackend" ||
-		cc.CheckpointStorage != "FileSystemCheckpointStorage" || cc.TolerableFailedCheckpoints != -1 {
+		cc.CheckpointStorage != "FileSystemCheckpointStorage" || cc.TolerableFailedCheckpoints != 3 || !cc.CheckpointsAfterTasksFinish ||
+		cc.StateChangelogEnabled || cc.ChangelogStorage != "memory" || cc.ChangelogPeriodicMaterialInterval != 600000 {
 		t.Errorf("/jobs/{id}/checkpoints/config = %+v", cc)
+	}
+	// GET /jobs/{id} carries the plan of GET /jobs/{id}/plan.
+	var jd JobDetails
+	decodeGet(t, base, "/jobs/"+id, &jd)
+	if !reflect.DeepEqual(jd.Plan, plan.Plan) || jd.JobType != "STREAMING" {
+		t.Errorf("/jobs/{id} plan = %+v, job-type %q, want %+v, STREAMING", jd.Plan, jd.JobType, plan.Plan)
+	}
+	// The program's configuration, over its -D options.
+	if uc := jc.ExecutionConfig.UserConfig; uc["execution.checkpointing.min-pause"] != "500 ms" || uc["execution.checkpointing.timeout"] != "1 min" {
+		t.Errorf("/jobs/{id}/config user-config = %v, want the program's configuration", jc.ExecutionConfig.UserConfig)
 	}
 	var ex JobExceptionsJSON
 	decodeGet(t, base, "/jobs/"+id+"/exceptions", &ex)
@@ -299,11 +329,26 @@ func TestFlinkMonitoringAPI(t *testing.T) {
 
 	var tmd TaskManagerDetailsJSON
 	decodeGet(t, base, "/taskmanagers/tm-a", &tmd)
+	unknown := unknownResourceProfile()
 	if tmd.ID != "tm-a" || tmd.Path != tm.addr || tmd.Address != tm.addr || tmd.JMXPort != -1 || tmd.SlotsNumber != 4 ||
-		tmd.FreeSlots != 1 || tmd.TimeSinceLastHeartbeat < tmd.Registered ||
-		// The job's 3 slots (one slot sharing group, widest vertex 3).
-		!slices.Equal(tmd.AllocatedSlots, []AllocatedSlotJSON{{id}, {id}, {id}}) {
+		tmd.FreeSlots != 1 || tmd.TimeSinceLastHeartbeat < tmd.Registered || tmd.TimeSinceLastHeartbeat != tmd.LastHeartbeat ||
+		// The worker of this one-TaskManager job has no data listener.
+		tmd.DataPort != -1 || tmd.Blocked ||
+		!reflect.DeepEqual(tmd.TotalResource, unknown) || !reflect.DeepEqual(tmd.FreeResource, unknown) ||
+		tmd.MemoryConfiguration != (MemoryConfigurationJSON{}) || len(tmd.AllocatedSlots) != 3 {
 		t.Errorf("/taskmanagers/tm-a = %+v", tmd)
+	}
+	// The job's 3 slots (one slot sharing group, widest vertex 3).
+	for _, s := range tmd.AllocatedSlots {
+		if s.JobID != id || !reflect.DeepEqual(s.Resource, unknown) {
+			t.Errorf("/taskmanagers/tm-a allocated slots %+v, want 3 of job %s", tmd.AllocatedSlots, id)
+			break
+		}
+	}
+	var tms TaskManagersJSON
+	decodeGet(t, base, "/taskmanagers", &tms)
+	if len(tms.TaskManagers) != 1 || !reflect.DeepEqual(tms.TaskManagers[0], tmd.TaskManagerJSON) {
+		t.Errorf("/taskmanagers = %+v, want the TaskManager of /taskmanagers/tm-a %+v", tms, tmd.TaskManagerJSON)
 	}
 
 	// A job that gets no slots fails before any attempt runs: its
@@ -334,6 +379,22 @@ func TestFlinkMonitoringAPI(t *testing.T) {
 		!strings.Contains(fmt.Sprint(v), "Checkpointing is not enabled") {
 		t.Errorf("checkpoint config of a job without checkpointing = %d %v", code, v)
 	}
+}
+
+// withConfiguration adds a configuration to a plan, as a program's
+// --plan=json carries the configuration it runs with.
+func withConfiguration(t *testing.T, plan string, cfg map[string]string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(plan), &m); err != nil {
+		t.Fatal(err)
+	}
+	m["Configuration"] = cfg
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }
 
 func decodeGet(t *testing.T, base, path string, v any) {

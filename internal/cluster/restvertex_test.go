@@ -70,8 +70,8 @@ func TestFlinkVertexAndCheckpointAPI(t *testing.T) {
 
 	checkShapes(t, schemas, base, []shapeCase{
 		{"/jobs/" + id, "#/components/schemas/JobDetailsInfo", []string{
-			// The JSON plan is at /jobs/{id}/plan.
-			"JobDetailsInfo.plan",
+			// The plan as at /jobs/{id}/plan (TestFlinkMonitoringAPI).
+			"JsonPlanInput.local_strategy", "JsonPlanInput.caching",
 			// weir's own fields, which its CLI reads.
 			"+JobDetailsInfo.attempt", "+JobDetailsInfo.restarts", "+JobDetailsInfo.taskmanager", "+JobDetailsInfo.taskmanagerAddress",
 			"+JobDetailsInfo.slotsNeeded", "+JobDetailsInfo.workers", "+JobDetailsInfo.checkpoints",

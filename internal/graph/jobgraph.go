@@ -29,6 +29,12 @@ type JobGraph struct {
 	// it fewer slots than its parallelism needs; set by the API, outside
 	// the fingerprint.
 	Staged bool `json:",omitempty"`
+	// Configuration is the job's configuration as its program runs it
+	// (the -D options and flags it was given, then what its code set),
+	// without security.* keys: the JobManager reads the checkpointing and
+	// restart settings from it, as Flink's JobManager reads them from the
+	// JobGraph. Set by the API, outside the fingerprint.
+	Configuration map[string]string `json:",omitempty"`
 	// Stream is the graph this one was built from; it holds the runtime
 	// factories and is not serialized.
 	Stream *StreamGraph `json:"-"`

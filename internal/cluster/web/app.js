@@ -649,8 +649,8 @@ function jobView(id, tab) {
         if (cfg.error) {
           setHTML('checkpoint-config', `<p class="muted">${esc(cfg.error)}</p>`);
         } else {
-          const rows = Object.entries(cfg).map(([k, v]) => [k, typeof v === 'object' ? JSON.stringify(v) : (typeof v === 'number' && /interval|timeout|pause/.test(k) ? fmtDuration(v) : v)]);
-          setHTML('checkpoint-config', table('checkpoint-config-table', [{ title: 'Option', cell: (r) => esc(r[0]) }, { title: 'Value', cell: (r) => esc(r[1]) }], rows));
+          setHTML('checkpoint-config', table('checkpoint-config-table', [{ title: 'Option', cell: (r) => esc(r[1]) }, { title: 'Value', cell: (r) => esc(r[2]) }],
+            checkpointConfigRows(cfg), { rowAttrs: (r) => `class="checkpoint-config-row" data-option="${esc(r[0])}"` }));
         }
         const hist = c.history || [];
         setHTML('checkpoint-history', hist.length || !('history' in c) && !counts.completed ? table('checkpoint-history-table', [
@@ -686,6 +686,36 @@ function jobView(id, tab) {
       }
     },
   };
+}
+
+// checkpointConfigRows lists a job's checkpoint configuration (Flink's
+// CheckpointConfigInfo) as Flink's dashboard labels it: [field, label,
+// value]; fields it does not know come last under their own names.
+function checkpointConfigRows(cfg) {
+  const onOff = (v) => (v ? 'Enabled' : 'Disabled');
+  const ext = (e) => (!e || !e.enabled ? 'Disabled' : `Enabled (${e.delete_on_cancellation ? 'delete' : 'retain'} on cancellation)`);
+  const known = [
+    ['mode', 'Checkpointing Mode', (v) => (v === 'exactly_once' ? 'Exactly Once' : 'At Least Once')],
+    ['checkpoint_storage', 'Checkpoint Storage', String],
+    ['state_backend', 'State Backend', String],
+    ['interval', 'Interval', fmtDuration],
+    ['timeout', 'Timeout', fmtDuration],
+    ['min_pause', 'Minimum Pause Between Checkpoints', fmtDuration],
+    ['max_concurrent', 'Maximum Concurrent Checkpoints', String],
+    ['unaligned_checkpoints', 'Unaligned Checkpoints', onOff],
+    ['aligned_checkpoint_timeout', 'Aligned Checkpoint Timeout', fmtDuration],
+    ['externalization', 'Persist Checkpoints Externally', ext],
+    ['tolerable_failed_checkpoints', 'Tolerable Failed Checkpoints', String],
+    ['checkpoints_after_tasks_finish', 'Checkpoints With Finished Tasks', onOff],
+    ['state_changelog_enabled', 'Changelog State Backend', onOff],
+    ['changelog_storage', 'Changelog Storage', String],
+    ['changelog_periodic_materialization_interval', 'Changelog Periodic Materialization Interval', fmtDuration],
+  ];
+  const rows = known.filter(([k]) => k in cfg).map(([k, label, f]) => [k, label, f(cfg[k])]);
+  for (const [k, v] of Object.entries(cfg)) {
+    if (!known.some(([n]) => n === k)) rows.push([k, k, typeof v === 'object' ? JSON.stringify(v) : String(v)]);
+  }
+  return rows;
 }
 
 // checkpointFetch asks for a checkpoint's or a vertex's details: a 404
@@ -1031,7 +1061,10 @@ function taskManagersView() {
       const tms = (await api('/taskmanagers')).taskmanagers || [];
       setHTML('tm-list', table('tm-table', [
         { title: 'ID', cell: (t) => `<a href="#/taskmanager/${encodeURIComponent(t.id)}">${esc(t.id)}</a>` },
-        { title: 'Address', cell: (t) => esc(t.address) },
+        { title: 'Address', cell: (t) => esc(t.address || t.path) },
+        // -1: no data listener there (Flink's value; a weir worker listens
+        // only when its job spreads over several TaskManagers).
+        { title: 'Data Port', cls: 'num', cell: (t) => (t.dataPort > 0 ? esc(t.dataPort) : '–') },
         { title: 'Slots', cls: 'num', cell: (t) => esc(t.slotsNumber) },
         { title: 'Free Slots', cls: 'num', cell: (t) => esc(t.freeSlots) },
         { title: 'CPU Cores', cls: 'num', cell: (t) => esc((t.hardware || {}).cpuCores ?? '–') },
