@@ -65,6 +65,10 @@ if [ $uncommitted = 1 ]; then
 fi
 echo "rundocs: a fresh clone of $head$([ $uncommitted = 1 ] && echo ' with uncommitted changes') in $work/weir"
 
+# A fresh clone lives in a new directory, and without -trimpath the
+# build cache keys on it: every run would compile weir and the examples
+# from scratch (minutes on 2 busy cores). With it, the cache is shared.
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
 mkdir -p "$work/bin" "$work/tmp" "$work/run"
 chmod 0700 "$work/run"
 (cd "$work/weir" && go build -o "$work/bin/weir" ./cmd/weir && go build -o "$work/bin/rundocs" ./docs/rundocs)
