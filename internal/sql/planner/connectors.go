@@ -35,7 +35,11 @@ type Connectors struct {
 	// before the registry: the DataStreams a Table API program turned
 	// into tables.
 	Local map[string]SourceFactory
-	mu    sync.Mutex
+	// Pacers pace the reading of filesystem tables by their 'path'
+	// option: a benchmark's rate, or a test that decides when each row
+	// is read (file.Pacer).
+	Pacers map[string]file.Pacer
+	mu     sync.Mutex
 }
 
 // TableContext is what a connector factory gets: the table, the job's
