@@ -57,6 +57,11 @@ func (t *Translator) scan(p *Scan) (*Rows, error) {
 		}
 		return ms
 	})
+	if d := t.Opts.SourceIdleTimeout; d > 0 {
+		// table.exec.source.idle-timeout: a subtask without rows for d is
+		// idle, and active again at its next row, as in Flink.
+		strategy = strategy.WithIdleness(d)
+	}
 	return withCodec(src.AssignTimestampsAndWatermarks(strategy).Name(t.OpName("WatermarkAssigner")), p.fields), nil
 }
 
