@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirproject/weir/internal/runtime"
+	"github.com/weirproject/weir/internal/sql/lateness"
 	"github.com/weirproject/weir/internal/sql/types"
 	"github.com/weirproject/weir/table"
 )
@@ -33,7 +34,8 @@ import (
 // SESSION, the record's window [ts, ts + gap) is first merged with the open
 // sessions of its key it intersects (touching counts), and the record is
 // dropped only when the merged window's end - 1 is at or below the
-// watermark (MergingWindowProcessFunction).
+// watermark (MergingWindowProcessFunction). The model is
+// internal/sql/lateness, which bench/lateness also uses.
 //
 // The speeds, made deterministic:
 //   - fast: the jobs run on a manual clock that never moves, so the
@@ -60,6 +62,10 @@ import (
 func TestWindowTVFLateRowsFollowFlinksRule(t *testing.T) {
 	const n, delay = 2000, 2000
 	events := outOfOrderEvents(n)
+	model := make([]lateness.Event, len(events))
+	for i, e := range events {
+		model[i] = lateness.Event{K: e.k, V: e.v, TS: e.ts}
+	}
 	var b strings.Builder
 	for _, e := range events {
 		fmt.Fprintf(&b, "%s,%d,%s\n", e.k, e.v, time.UnixMilli(e.ts).UTC().Format("2006-01-02 15:04:05.000"))
@@ -73,8 +79,8 @@ func TestWindowTVFLateRowsFollowFlinksRule(t *testing.T) {
 	for _, q := range windowQueries {
 		for _, interval := range []int64{0, 200} {
 			for _, slow := range []bool{false, true} {
-				wms := flinkWatermarks(events, delay, interval, slow)
-				want, late := q.model(events, wms)
+				wms := lateness.Watermarks(model, delay, interval, slow)
+				want, late := q.model(model, wms)
 				if late < n/20 {
 					t.Fatalf("%s: only %d of %d records late by Flink's rule: not a test of lateness", q.name, late, n)
 				}
@@ -97,156 +103,40 @@ func TestWindowTVFLateRowsFollowFlinksRule(t *testing.T) {
 // windowQuery is a window TVF aggregation and the model of its rows.
 type windowQuery struct {
 	name, sql string
-	model     func(events []lateEvent, wms []int64) (map[winKey]winAgg, int)
+	model     func(events []lateness.Event, wms []int64) (map[lateness.Window]lateness.Agg, int)
+}
+
+func sliced(w lateness.Windows) func([]lateness.Event, []int64) (map[lateness.Window]lateness.Agg, int) {
+	return func(ev []lateness.Event, wms []int64) (map[lateness.Window]lateness.Agg, int) {
+		return lateness.Sliced(ev, wms, w)
+	}
 }
 
 var windowQueries = []windowQuery{
 	{"TUMBLE", `SELECT window_start, window_end, k, COUNT(*), SUM(v), MAX(v)
 		FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '1' SECOND)) GROUP BY window_start, window_end, k`,
-		func(ev []lateEvent, wms []int64) (map[winKey]winAgg, int) {
-			return slicedRule(ev, wms, func(ts int64) [][2]int64 {
-				s := ts - ts%1000
-				return [][2]int64{{s, s + 1000}}
-			})
-		}},
+		sliced(lateness.Tumble(1000))},
 	{"HOP", `SELECT window_start, window_end, k, COUNT(*), SUM(v), MAX(v)
 		FROM TABLE(HOP(TABLE ev, DESCRIPTOR(ts), INTERVAL '0.5' SECOND, INTERVAL '1.5' SECOND)) GROUP BY window_start, window_end, k`,
-		func(ev []lateEvent, wms []int64) (map[winKey]winAgg, int) {
-			return slicedRule(ev, wms, func(ts int64) [][2]int64 {
-				var out [][2]int64
-				for s := ts - ts%500; s > ts-1500; s -= 500 {
-					out = append(out, [2]int64{s, s + 1500})
-				}
-				return out
-			})
-		}},
+		sliced(lateness.Hop(500, 1500))},
 	{"CUMULATE", `SELECT window_start, window_end, k, COUNT(*), SUM(v), MAX(v)
 		FROM TABLE(CUMULATE(TABLE ev, DESCRIPTOR(ts), INTERVAL '0.5' SECOND, INTERVAL '2' SECOND)) GROUP BY window_start, window_end, k`,
-		func(ev []lateEvent, wms []int64) (map[winKey]winAgg, int) {
-			return slicedRule(ev, wms, func(ts int64) [][2]int64 {
-				var out [][2]int64
-				s := ts - ts%2000
-				for e := s + 500; e <= s+2000; e += 500 {
-					if e > ts {
-						out = append(out, [2]int64{s, e})
-					}
-				}
-				return out
-			})
-		}},
+		sliced(lateness.Cumulate(500, 2000))},
 	{"SESSION", `SELECT window_start, window_end, k, COUNT(*), SUM(v), MAX(v)
 		FROM TABLE(SESSION(TABLE ev PARTITION BY k, DESCRIPTOR(ts), INTERVAL '0.3' SECOND)) GROUP BY window_start, window_end, k`,
-		func(ev []lateEvent, wms []int64) (map[winKey]winAgg, int) { return sessionRule(ev, wms, 300) }},
+		func(ev []lateness.Event, wms []int64) (map[lateness.Window]lateness.Agg, int) {
+			return lateness.Session(ev, wms, 300)
+		}},
 }
 
-// flinkWatermarks is the watermark each record meets at the window
-// operator (wms[i] for events[i]), by the assigner's rule above.
-func flinkWatermarks(events []lateEvent, delay, interval int64, slow bool) []int64 {
-	wms := make([]int64, len(events))
-	var current, last int64
-	for i, e := range events {
-		wms[i] = last
-		current = max(current, e.ts-delay)
-		if current-last > interval || slow && current > last {
-			// The eager emission, or the timer before the next record.
-			last = current
-		}
-	}
-	return wms
-}
-
-func add(out map[winKey]winAgg, k winKey, v int64) {
-	a, ok := out[k]
-	if !ok {
-		a.max = v
-	}
-	a.n++
-	a.sum += v
-	a.max = max(a.max, v)
-	out[k] = a
-}
-
-// slicedRule: a record counts in each of its windows whose end - 1 is
-// above the watermark it meets; it is late when that leaves none.
-func slicedRule(events []lateEvent, wms []int64, windows func(int64) [][2]int64) (map[winKey]winAgg, int) {
-	out := map[winKey]winAgg{}
-	late := 0
-	for i, e := range events {
-		counted := false
-		for _, w := range windows(e.ts) {
-			if w[1]-1 > wms[i] {
-				add(out, winKey{w[0], w[1], e.k}, e.v)
-				counted = true
-			}
-		}
-		if !counted {
-			late++
-		}
-	}
-	return out, late
-}
-
-// sessionRule is Flink's merging window rule: per key the open sessions;
-// a session fires (and closes) when the watermark reaches its end - 1.
-func sessionRule(events []lateEvent, wms []int64, gap int64) (map[winKey]winAgg, int) {
-	type sess struct {
-		start, end int64
-		rows       []lateEvent
-	}
-	open := map[string][]sess{}
-	out := map[winKey]winAgg{}
-	fire := func(k string, s sess) {
-		for _, r := range s.rows {
-			add(out, winKey{s.start, s.end, k}, r.v)
-		}
-	}
-	late := 0
-	for i, e := range events {
-		wm := wms[i]
-		for k, ss := range open {
-			kept := ss[:0]
-			for _, s := range ss {
-				if s.end-1 <= wm {
-					fire(k, s)
-				} else {
-					kept = append(kept, s)
-				}
-			}
-			open[k] = kept
-		}
-		cur := sess{e.ts, e.ts + gap, []lateEvent{e}}
-		var kept []sess
-		merged := false
-		for _, s := range open[e.k] {
-			if s.start <= cur.end && s.end >= cur.start {
-				cur = sess{min(s.start, cur.start), max(s.end, cur.end), append(s.rows, cur.rows...)}
-				merged = true
-				continue
-			}
-			kept = append(kept, s)
-		}
-		if !merged && cur.end-1 <= wm {
-			late++
-			continue
-		}
-		open[e.k] = append(kept, cur)
-	}
-	for k, ss := range open {
-		for _, s := range ss {
-			fire(k, s)
-		}
-	}
-	return out, late
-}
-
-func compareWindows(t *testing.T, got, want map[winKey]winAgg, late, n int) {
+func compareWindows(t *testing.T, got, want map[lateness.Window]lateness.Agg, late, n int) {
 	t.Helper()
 	var gotN, wantN int64
 	for _, a := range got {
-		gotN += a.n
+		gotN += a.N
 	}
 	for _, a := range want {
-		wantN += a.n
+		wantN += a.N
 	}
 	if gotN != wantN || len(got) != len(want) {
 		t.Errorf("%d rows counting %d records, want %d rows counting %d (%d of %d records late by Flink's rule)",
@@ -272,7 +162,7 @@ func compareWindows(t *testing.T, got, want map[winKey]winAgg, late, n int) {
 }
 
 // runPaced runs one query over the file in dir on a manual clock.
-func runPaced(ctx context.Context, t *testing.T, dir, query string, interval int64, slow bool, p int) map[winKey]winAgg {
+func runPaced(ctx context.Context, t *testing.T, dir, query string, interval int64, slow bool, p int) map[lateness.Window]lateness.Agg {
 	t.Helper()
 	clock := runtime.NewManualClock(0)
 	pacer := newStepPacer(p - 1)
@@ -312,16 +202,16 @@ func runPaced(ctx context.Context, t *testing.T, dir, query string, interval int
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[winKey]winAgg{}
+	got := map[lateness.Window]lateness.Agg{}
 	for _, r := range res.Rows {
 		if r.Kind != types.Insert {
 			t.Fatalf("a window aggregation emitted %s", r)
 		}
-		k := winKey{millisOf(r.Row[0]), millisOf(r.Row[1]), r.Row[2].(string)}
+		k := lateness.Window{Start: millisOf(r.Row[0]), End: millisOf(r.Row[1]), K: r.Row[2].(string)}
 		if _, dup := got[k]; dup {
 			t.Fatalf("window %v emitted twice", k)
 		}
-		got[k] = winAgg{r.Row[3].(int64), r.Row[4].(int64), r.Row[5].(int64)}
+		got[k] = lateness.Agg{N: r.Row[3].(int64), Sum: r.Row[4].(int64), Max: r.Row[5].(int64)}
 	}
 	return got
 }
