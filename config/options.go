@@ -61,7 +61,12 @@ var (
 
 	AutoWatermarkInterval = durationOption("pipeline.auto-watermark-interval", 200*time.Millisecond, false,
 		"Interval at which periodic watermark generators emit watermarks. "+
-			"Shorter intervals make event-time results appear sooner at the cost of more watermark traffic.")
+			"Shorter intervals make event-time results appear sooner at the cost of more watermark traffic. "+
+			"0 turns periodic emission off, as in Flink: in the DataStream API only generators that emit on events "+
+			"advance the watermark (a bounded out-of-orderness one emits nothing until the input ends); "+
+			"a SQL table's WATERMARK FOR emits eagerly after the row that advanced its watermark by more than the interval, "+
+			"so at 0 after every advance. A SQL source subtask without rows for table.exec.source.idle-timeout "+
+			"(Flink's option, default 0: never) is marked idle and stops holding the watermark back; see docs/sql.md.")
 
 	ForceSerialization = boolOption("pipeline.force-serialization", false,
 		"Make in-process exchanges encode every buffer through the record codecs, "+

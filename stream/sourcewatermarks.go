@@ -126,7 +126,11 @@ func (r *watermarkedReader[T]) Poll(ctx context.Context, out connector.Output[T]
 		return status, err
 	}
 	r.now = task.ProcessingTimeMillis()
-	if !r.strategy.perEvent && r.now-r.lastPeriodic >= r.interval {
+	// Periodic emission every interval of processing time; an interval
+	// of 0 turns it off, as in Flink (ProgressiveTimestampsAndWatermarks
+	// starts no periodic emitter then): only what generators emit in
+	// OnEvent, and the end of input, advance the watermark.
+	if !r.strategy.perEvent && r.interval > 0 && r.now-r.lastPeriodic >= r.interval {
 		r.lastPeriodic = r.now
 		for _, s := range r.splits {
 			s.gen.OnPeriodicEmit(s)
@@ -189,13 +193,21 @@ func (s *splitWatermarks[T]) CollectWithTimestamp(v T, ts int64) {
 		ts = r.strategy.assign(v, ts)
 	}
 	s.lastRecord = r.now
-	if s.idle {
-		s.idle = false
-	}
-	s.gen.OnEvent(v, ts, s)
+	// The record first, then what it tells the generator, as Flink's
+	// SourceOutputWithWatermarks does; what the generator emits in
+	// OnEvent goes out at once (Flink's immediate output of the split),
+	// so that a watermark the record advanced never overtakes it, and a
+	// generator that emits on events (a SQL table's WATERMARK FOR) is not
+	// held until the end of the Poll.
 	r.out.CollectWithTimestamp(v, ts)
+	// A record makes an idle split active again.
+	before, wasIdle := s.wm, s.idle
+	s.idle = false
+	s.gen.OnEvent(v, ts, s)
 	if r.strategy.perEvent {
 		s.gen.OnPeriodicEmit(s)
+	}
+	if s.wm > before || s.idle != wasIdle {
 		r.combine()
 	}
 }

@@ -24,6 +24,8 @@ import (
 
 	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/connector"
+	"github.com/weirproject/weir/connector/file"
+	"github.com/weirproject/weir/internal/runtime"
 	"github.com/weirproject/weir/internal/sql/catalog"
 	"github.com/weirproject/weir/internal/sql/functions"
 	"github.com/weirproject/weir/internal/sql/parser"
@@ -48,6 +50,9 @@ type Environment struct {
 	streams *stream.Environment
 	// submit, when set, sends INSERT jobs to a cluster (WithJobSubmitter).
 	submit JobSubmitter
+	// clock, when set, is the processing-time clock of every job
+	// (WithClock).
+	clock runtime.Clock
 }
 
 // Option configures an Environment.
@@ -63,6 +68,21 @@ func WithConfig(c *config.Configuration) Option { return func(e *Environment) { 
 
 // WithPrintOutput sends the print connector's rows to w.
 func WithPrintOutput(w io.Writer) Option { return func(e *Environment) { e.conns.Print = w } }
+
+// WithFilePacer paces the reading of the filesystem tables whose 'path'
+// is path (file.RatePacer for a rate, or a test's own Pacer).
+func WithFilePacer(path string, p file.Pacer) Option {
+	return func(e *Environment) {
+		if e.conns.Pacers == nil {
+			e.conns.Pacers = map[string]file.Pacer{}
+		}
+		e.conns.Pacers[path] = p
+	}
+}
+
+// WithClock runs every job on a processing-time clock of its own
+// (runtime.NewManualClock in tests).
+func WithClock(c runtime.Clock) Option { return func(e *Environment) { e.clock = c } }
 
 // NewEnvironment returns a session with an empty in-memory catalog.
 func NewEnvironment(opts ...Option) *Environment {
@@ -664,6 +684,9 @@ func (e *Environment) environment() (*stream.Environment, error) {
 		}
 	}
 	env := stream.NewEnvironmentWithConfig(cfg)
+	if e.clock != nil {
+		env.SetClock(e.clock)
+	}
 	// Flink's keys for starting a job from a savepoint or a retained
 	// checkpoint; the SQL operators' UIDs derive from the statement, so the
 	// same statement finds its state.

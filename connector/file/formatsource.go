@@ -27,6 +27,7 @@ type FormatSource[T any] struct {
 	interval time.Duration // > 0: monitor
 	shards   int
 	keep     func(path string) bool // nil: every file (FilterPaths)
+	pacer    Pacer                  // nil: read at full speed (Pace)
 }
 
 var (
@@ -143,8 +144,8 @@ func (s *FormatSource[T]) Splits(ctx context.Context, parallelism int) ([]connec
 }
 
 // NewReader returns the reader of one subtask.
-func (s *FormatSource[T]) NewReader(ctx context.Context, _ connector.SplitContext) (connector.SplitReader[T], error) {
-	return &formatReader[T]{ctx: ctx, src: s, shards: make(map[int]*shard)}, nil
+func (s *FormatSource[T]) NewReader(ctx context.Context, sc connector.SplitContext) (connector.SplitReader[T], error) {
+	return &formatReader[T]{ctx: ctx, src: s, shards: make(map[int]*shard), subtask: sc.Subtask}, nil
 }
 
 // shard is a MonitorSplit being served.
@@ -172,6 +173,10 @@ type formatReader[T any] struct {
 	dec      Decoder[T]
 	nextScan time.Time
 	closed   bool
+	// subtask and permitted serve a Pacer: permitted is set by the Poll
+	// that got the permission, and the next Poll emits the record.
+	subtask   int
+	permitted bool
 }
 
 func (r *formatReader[T]) AddSplits(splits []connector.Split) error {
@@ -229,6 +234,9 @@ func (r *formatReader[T]) Poll(ctx context.Context, out connector.Output[T]) (co
 		if err := r.open(); err != nil {
 			return 0, err
 		}
+	}
+	if p := r.src.pacer; p != nil {
+		return r.pollPaced(ctx, out, p)
 	}
 	start := time.Now()
 	for n := 1; ; n++ {
@@ -320,9 +328,38 @@ func (r *formatReader[T]) Snapshot() ([]connector.Split, error) {
 	return out, nil
 }
 
+// pollPaced emits the one record a Pacer permitted in a Poll before.
+func (r *formatReader[T]) pollPaced(ctx context.Context, out connector.Output[T], p Pacer) (connector.ReadStatus, error) {
+	if !r.permitted {
+		if !p.Next(ctx, r.subtask) {
+			return connector.NothingAvailable, nil
+		}
+		r.permitted = true
+		return connector.MoreAvailable, nil
+	}
+	v, err := r.dec.Next()
+	if err == io.EOF {
+		r.finish()
+	} else if err != nil {
+		return 0, fmt.Errorf("file: %s: %w", r.cur.Path, err)
+	} else {
+		r.permitted = false
+		out.Collect(v)
+		r.cur.Pos = r.dec.Pos()
+		p.Emitted(r.subtask)
+	}
+	if r.cur == nil && len(r.queue) == 0 && len(r.shards) == 0 {
+		return connector.EndOfInput, nil
+	}
+	return connector.MoreAvailable, nil
+}
+
 func (r *formatReader[T]) Close() error {
 	if r.closed {
 		return nil
+	}
+	if p := r.src.pacer; p != nil {
+		defer p.Closed(r.subtask)
 	}
 	r.closed = true
 	if r.cur != nil {

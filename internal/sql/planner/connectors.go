@@ -35,7 +35,11 @@ type Connectors struct {
 	// before the registry: the DataStreams a Table API program turned
 	// into tables.
 	Local map[string]SourceFactory
-	mu    sync.Mutex
+	// Pacers pace the reading of filesystem tables by their 'path'
+	// option: a benchmark's rate, or a test that decides when each row
+	// is read (file.Pacer).
+	Pacers map[string]file.Pacer
+	mu     sync.Mutex
 }
 
 // TableContext is what a connector factory gets: the table, the job's
@@ -56,6 +60,25 @@ type TableContext struct {
 	// (pushed down from WHERE); a source may use them to skip data, such
 	// as partitions, but need not.
 	Filters []Expr
+	// watermarks is the table's watermark strategy on the source's rows,
+	// nil without a WATERMARK; pushed: the source took it.
+	watermarks *stream.WatermarkStrategy[types.Record]
+	pushed     bool
+}
+
+// SourceWatermarks hands a source connector the table's WATERMARK FOR as
+// a strategy on the rows it produces (computed columns are computed by
+// the strategy where it needs them), for watermarks per split inside the
+// source, as Flink's SupportsWatermarkPushDown does for Kafka: a source
+// that calls it must apply it (stream.FromSourceWithWatermarks), and the
+// scan then adds no watermark assigner of its own. ok is false for a
+// table without a watermark.
+func (c *TableContext) SourceWatermarks() (s stream.WatermarkStrategy[types.Record], ok bool) {
+	if c.watermarks == nil {
+		return s, false
+	}
+	c.pushed = true
+	return *c.watermarks, true
 }
 
 // Needed says whether the query reads column i of the table. A source
@@ -186,12 +209,24 @@ func (c *Connectors) Source(tr *Translator, t *catalog.Table, filters ...Expr) (
 // source builds the stream of a table's rows, of which the plan reads
 // the needed columns (nil: all) and keeps those that pass the filters.
 func (c *Connectors) source(tr *Translator, t *catalog.Table, needed []bool, filters []Expr) (*Rows, error) {
+	rows, _, err := c.scanSource(tr, t, needed, filters, nil)
+	return rows, err
+}
+
+// scanSource is source with the table's watermark strategy offered to the
+// connector (nil: none); pushed reports that the connector took it.
+func (c *Connectors) scanSource(tr *Translator, t *catalog.Table, needed []bool, filters []Expr, wm *stream.WatermarkStrategy[types.Record]) (rows *Rows, pushed bool, err error) {
+	ctx := c.context(tr, t)
+	ctx.needed, ctx.Filters, ctx.watermarks = needed, filters, wm
+	rows, err = c.factorySource(ctx, t)
+	return rows, ctx.pushed, err
+}
+
+func (c *Connectors) factorySource(ctx *TableContext, t *catalog.Table) (*Rows, error) {
 	conn := t.Options["connector"]
 	if conn == "" {
 		return nil, fmt.Errorf("table %s has no 'connector' option", t.Path)
 	}
-	ctx := c.context(tr, t)
-	ctx.needed, ctx.Filters = needed, filters
 	if f, ok := c.Local[conn]; ok {
 		return f(ctx)
 	}

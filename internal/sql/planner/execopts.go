@@ -27,6 +27,10 @@ type ExecOptions struct {
 	// AggPhase (table.optimizer.agg-phase-strategy): AUTO, ONE_PHASE or
 	// TWO_PHASE.
 	AggPhase string
+	// SourceIdleTimeout (table.exec.source.idle-timeout) marks a source
+	// subtask idle after that long without rows, so that it does not hold
+	// back the watermark downstream; 0 (Flink's default) never does.
+	SourceIdleTimeout time.Duration
 }
 
 // The option keys, as Flink spells them.
@@ -36,6 +40,7 @@ const (
 	OptMiniBatchLatency = "table.exec.mini-batch.allow-latency"
 	OptMiniBatchSize    = "table.exec.mini-batch.size"
 	OptAggPhase         = "table.optimizer.agg-phase-strategy"
+	OptSourceIdle       = "table.exec.source.idle-timeout"
 )
 
 // CheckExecOption validates a value of one of the ExecOptions keys, so
@@ -48,7 +53,7 @@ func CheckExecOption(key, value string) error {
 // ParseExecOptions reads the ExecOptions from a session's settings.
 func ParseExecOptions(settings map[string]string) (ExecOptions, error) {
 	o := ExecOptions{AggPhase: "AUTO", MiniBatchSize: -1}
-	for _, k := range []string{OptStateTTL, OptMiniBatchEnabled, OptMiniBatchLatency, OptMiniBatchSize, OptAggPhase} {
+	for _, k := range []string{OptStateTTL, OptMiniBatchEnabled, OptMiniBatchLatency, OptMiniBatchSize, OptAggPhase, OptSourceIdle} {
 		if v, ok := settings[k]; ok {
 			if err := o.set(k, v); err != nil {
 				return o, err
@@ -94,6 +99,15 @@ func (o *ExecOptions) set(key, value string) error {
 			return fmt.Errorf("%s: %q is negative", key, value)
 		}
 		o.MiniBatchLatency = d
+	case OptSourceIdle:
+		d, err := parseFlinkDuration(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		if d < 0 {
+			return fmt.Errorf("%s: %q is negative", key, value)
+		}
+		o.SourceIdleTimeout = d
 	case OptMiniBatchSize:
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {

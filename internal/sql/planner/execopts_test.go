@@ -18,6 +18,7 @@ func TestExecOptionsParse(t *testing.T) {
 	for _, bad := range [][2]string{
 		{OptStateTTL, "soon"}, {OptStateTTL, "1 fortnight"}, {OptMiniBatchEnabled, "yes please"},
 		{OptMiniBatchSize, "many"}, {OptAggPhase, "THREE_PHASE"}, {OptMiniBatchLatency, "x"},
+		{OptSourceIdle, "a while"}, {OptSourceIdle, "-1 s"},
 	} {
 		if err := CheckExecOption(bad[0], bad[1]); err == nil || !strings.Contains(err.Error(), bad[0]) {
 			t.Errorf("%s = %q: error %v", bad[0], bad[1], err)
@@ -28,6 +29,12 @@ func TestExecOptionsParse(t *testing.T) {
 	}
 	if _, err := ParseExecOptions(map[string]string{OptMiniBatchEnabled: "true", OptMiniBatchLatency: "1 s"}); err == nil {
 		t.Error("mini-batch without a size was accepted")
+	}
+	if o, err := ParseExecOptions(map[string]string{OptSourceIdle: "30 s"}); err != nil || o.SourceIdleTimeout != 30*time.Second {
+		t.Errorf("idle timeout: %v, %v", o.SourceIdleTimeout, err)
+	}
+	if o, _ := ParseExecOptions(nil); o.SourceIdleTimeout != 0 {
+		t.Errorf("idle timeout by default %v, want 0 (off, as in Flink)", o.SourceIdleTimeout)
 	}
 	o, err := ParseExecOptions(map[string]string{OptMiniBatchEnabled: "TRUE", OptMiniBatchLatency: "2 s", OptMiniBatchSize: "5000", OptAggPhase: "two_phase"})
 	if err != nil || !o.MiniBatch || o.MiniBatchLatency != 2*time.Second || o.MiniBatchSize != 5000 || o.AggPhase != "TWO_PHASE" {

@@ -256,6 +256,9 @@ func filesystemSource(c *TableContext) (*Rows, error) {
 			src.FilterPaths(keep)
 		}
 	}
+	if p := c.tr.Connectors.Pacers[ft.root]; p != nil {
+		src.Pace(p)
+	}
 	if s, ok := t.Options["source.monitor-interval"]; ok {
 		d, err := parseDuration(s)
 		if err != nil {

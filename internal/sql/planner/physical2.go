@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weirproject/weir/config"
 	"github.com/weirproject/weir/internal/sql/functions"
 	"github.com/weirproject/weir/internal/sql/types"
 	"github.com/weirproject/weir/state"
@@ -17,7 +16,16 @@ import (
 // filters and, for a table with a watermark, assigns event time and
 // watermarks from its rowtime column.
 func (t *Translator) scan(p *Scan) (*Rows, error) {
-	src, err := t.Connectors.source(t, p.Table, p.Needed, p.Filters)
+	var push *stream.WatermarkStrategy[types.Record]
+	if p.Rowtime >= 0 {
+		// Offered to the connector, for watermarks per split inside the
+		// source (SupportsWatermarkPushDown in Flink): computed on the
+		// source's rows, before any filter, as Flink's pushed-down
+		// generator is.
+		s := t.watermarkStrategy(p, true)
+		push = &s
+	}
+	src, pushed, err := t.Connectors.scanSource(t, p.Table, p.Needed, p.Filters, push)
 	if err != nil {
 		return nil, err
 	}
@@ -35,29 +43,10 @@ func (t *Translator) scan(p *Scan) (*Rows, error) {
 		}
 		src = t.calc(src, exprs, and(t.Funcs, p.Filters), p.fields)
 	}
-	if p.Rowtime < 0 {
+	if p.Rowtime < 0 || pushed {
 		return src, nil
 	}
-	rt := p.Rowtime
-	wm := compile(p.Watermark)
-	strategy := stream.ForGenerator(func() stream.WatermarkGenerator[types.Record] {
-		// One generator per subtask, with its own context.
-		ctx := subtaskContext(t.Ctx)
-		return &exprWatermarks{eval: func(r types.Record) (int64, bool) {
-			v, err := wm(ctx, r.Row)
-			if err != nil {
-				return 0, false
-			}
-			return millis(v)
-		}, interval: config.AutoWatermarkInterval.Get(t.Env.Config()).Milliseconds()}
-	}).WithTimestampAssigner(func(r types.Record, _ int64) int64 {
-		ms, ok := millis(r.Row[rt])
-		if !ok {
-			return math.MinInt64
-		}
-		return ms
-	})
-	return withCodec(src.AssignTimestampsAndWatermarks(strategy).Name(t.OpName("WatermarkAssigner")), p.fields), nil
+	return withCodec(src.AssignTimestampsAndWatermarks(t.watermarkStrategy(p, false)).Name(t.OpName("WatermarkAssigner")), p.fields), nil
 }
 
 // exprWatermarks is a table's WATERMARK FOR as Flink's table runtime

@@ -107,12 +107,12 @@ func (f *sessionFunc) ProcessElement(r types.Record, ctx *stream.KeyedContext[st
 		return nil
 	}
 	w := f.p.Window
-	if ts+w.Gap-1 <= ctx.CurrentWatermark() {
-		return nil // late: its session would have fired
-	}
 	ss, err := f.load()
 	if err != nil {
 		return err
+	}
+	if late(ss, ts, ts+w.Gap, ctx.CurrentWatermark()) {
+		return nil
 	}
 	cur := session{start: ts, end: ts + w.Gap, agg: f.newAgg()}
 	cur.agg.keyRow = make(types.Row, len(f.keys))
@@ -135,7 +135,7 @@ func (f *sessionFunc) ProcessElement(r types.Record, ctx *stream.KeyedContext[st
 	// Merge every session the new one overlaps.
 	kept := ss[:0]
 	for _, s := range ss {
-		if s.start < cur.end && cur.start < s.end {
+		if intersects(s, cur) {
 			cur.start, cur.end = min(cur.start, s.start), max(cur.end, s.end)
 			for i := range cur.agg.accs {
 				if err := s.agg.accs[i].Merge(cur.agg.accs[i]); err != nil {
@@ -152,6 +152,30 @@ func (f *sessionFunc) ProcessElement(r types.Record, ctx *stream.KeyedContext[st
 	f.save(kept)
 	ctx.RegisterEventTimeTimer(cur.end - 1)
 	return nil
+}
+
+// intersects is Flink's TimeWindow.intersects: windows that only touch
+// (one's end is the other's start) intersect too, and merge.
+func intersects(a, b session) bool { return a.start <= b.end && a.end >= b.start }
+
+// late is Flink's rule for a row of a session window (its table
+// runtime's MergingWindowProcessFunction): the row's window [start, end)
+// is merged with the open sessions it intersects first, and the row is
+// dropped only when the merged window has end - 1 at or below the
+// watermark. Open sessions have not fired, so their end - 1 is above the
+// watermark: a row whose own window closed still joins a session it
+// touches, and is late only when it touches none.
+func late(ss []session, start, end, wm int64) bool {
+	if end-1 > wm {
+		return false
+	}
+	row := session{start: start, end: end}
+	for _, s := range ss {
+		if intersects(s, row) {
+			return false
+		}
+	}
+	return true
 }
 
 func (f *sessionFunc) OnTimer(ts int64, ctx *stream.KeyedContext[string], out stream.Collector[types.Record]) error {

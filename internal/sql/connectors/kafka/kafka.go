@@ -379,7 +379,18 @@ func source(c *planner.TableContext, upsert bool) (*planner.Rows, error) {
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", t.Path, err)
 	}
-	s := stream.FromSource[types.Record](c.Env, src, c.Name()).UID(c.UID("kafka"))
+	var s *stream.Stream[types.Record]
+	if wm, ok := c.SourceWatermarks(); ok {
+		// Watermarks per partition, as Flink's Kafka table source takes
+		// the WATERMARK FOR (SupportsWatermarkPushDown): a generator per
+		// partition, and the subtask's watermark is the minimum over its
+		// active partitions, so that partitions read at different speeds
+		// do not make each other's rows late.
+		s = stream.FromSourceWithWatermarks[types.Record](c.Env, src, c.Name(), wm)
+	} else {
+		s = stream.FromSource[types.Record](c.Env, src, c.Name())
+	}
+	s = s.UID(c.UID("kafka"))
 	if p, ok := c.Option("scan.parallelism"); ok {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 {
