@@ -25,11 +25,21 @@ func (t *Translator) scan(p *Scan) (*Rows, error) {
 		s := t.watermarkStrategy(p, true)
 		push = &s
 	}
-	src, pushed, err := t.Connectors.scanSource(t, p.Table, p.Needed, p.Filters, push)
+	// A streaming table's watermark is computed on every row the source
+	// reads: Flink's filter push-down stops at its WatermarkAssigner, so a
+	// row that the WHERE drops still advances the watermark. Such a scan
+	// passes no filters to the connector and filters after the assigner.
+	// (A connector that takes the strategy computes it inside the source,
+	// before any filter, itself.)
+	filters, after := p.Filters, []Expr(nil)
+	if p.Rowtime >= 0 && !t.Batch {
+		filters, after = nil, p.Filters
+	}
+	src, pushed, err := t.Connectors.scanSource(t, p.Table, p.Needed, filters, push)
 	if err != nil {
 		return nil, err
 	}
-	if p.Computed != nil || len(p.Filters) > 0 {
+	if p.Computed != nil || len(filters) > 0 {
 		var exprs []Expr
 		if p.Computed != nil {
 			exprs = make([]Expr, len(p.fields))
@@ -41,12 +51,15 @@ func (t *Translator) scan(p *Scan) (*Rows, error) {
 				}
 			}
 		}
-		src = t.calc(src, exprs, and(t.Funcs, p.Filters), p.fields)
+		src = t.calc(src, exprs, and(t.Funcs, filters), p.fields)
 	}
-	if p.Rowtime < 0 || pushed {
-		return src, nil
+	if p.Rowtime >= 0 && !pushed {
+		src = withCodec(src.AssignTimestampsAndWatermarks(t.watermarkStrategy(p, false)).Name(t.OpName("WatermarkAssigner")), p.fields)
 	}
-	return withCodec(src.AssignTimestampsAndWatermarks(t.watermarkStrategy(p, false)).Name(t.OpName("WatermarkAssigner")), p.fields), nil
+	if len(after) > 0 {
+		src = t.calc(src, nil, and(t.Funcs, after), p.fields)
+	}
+	return src, nil
 }
 
 // exprWatermarks is a table's WATERMARK FOR as Flink's table runtime
