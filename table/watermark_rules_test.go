@@ -116,6 +116,9 @@ var windowQueries = []windowQuery{
 	{"TUMBLE", `SELECT window_start, window_end, k, COUNT(*), SUM(v), MAX(v)
 		FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '1' SECOND)) GROUP BY window_start, window_end, k`,
 		sliced(lateness.Tumble(1000))},
+	{"legacy TUMBLE", `SELECT TUMBLE_START(ts, INTERVAL '1' SECOND), TUMBLE_END(ts, INTERVAL '1' SECOND), k, COUNT(*), SUM(v), MAX(v)
+		FROM ev GROUP BY TUMBLE(ts, INTERVAL '1' SECOND), k`,
+		sliced(lateness.Tumble(1000))},
 	{"HOP", `SELECT window_start, window_end, k, COUNT(*), SUM(v), MAX(v)
 		FROM TABLE(HOP(TABLE ev, DESCRIPTOR(ts), INTERVAL '0.5' SECOND, INTERVAL '1.5' SECOND)) GROUP BY window_start, window_end, k`,
 		sliced(lateness.Hop(500, 1500))},
