@@ -131,9 +131,22 @@ func (g *Gen) query(shape []Class, outer *scope, depth int) pair {
 		// SELECT and gives its operators one precedence (Flink binds
 		// INTERSECT tighter), so a nested set operation is a subquery.
 		op := []string{"UNION", "UNION ALL", "INTERSECT", "EXCEPT"}[g.r.IntN(4)]
-		return cat(g.member(shape, outer, depth), " "+op+" ", g.member(shape, outer, depth))
+		return cat(liteWrap(g.member(shape, outer, depth)), " "+op+" ", liteWrap(g.member(shape, outer, depth)))
 	}
 	return g.selectQ(shape, outer, depth)
+}
+
+// liteWrap puts a member of a set operation that has a RIGHT or FULL
+// JOIN in a subquery, for SQLite only: SQLite 3.40 repeats rows of the
+// earlier member when a later one has such a join and the set operation
+// is itself a subquery (SELECT * FROM (SELECT 1 FROM a UNION ALL SELECT 1
+// FROM b RIGHT JOIN c USING (k)) gives the first member's row once for
+// every row of the whole).
+func liteWrap(m pair) pair {
+	if strings.Contains(m.l, "RIGHT JOIN") || strings.Contains(m.l, "FULL JOIN") || strings.Contains(m.l, "FULL OUTER JOIN") {
+		m.l = "SELECT * FROM (" + m.l + ")"
+	}
+	return m
 }
 
 func (g *Gen) member(shape []Class, outer *scope, depth int) pair {
