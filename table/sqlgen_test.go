@@ -30,7 +30,7 @@ import (
 // longer run of bench/sqlrandom/run.sh:
 //
 //	WEIR_SQLGEN_SEED=n       the seed (default 1)
-//	WEIR_SQLGEN_QUERIES=n    batch queries per seed (default 400)
+//	WEIR_SQLGEN_QUERIES=n    batch queries per seed (default 400, 100 under -race)
 //	WEIR_SQLGEN_INDEX=i      run only query i of the seed (a replay)
 //	WEIR_SQLGEN_DURATION=d   run seeds SEED, SEED+1, ... for d (e.g. 30m);
 //	                         findings are counted, not fatal one by one
@@ -80,6 +80,9 @@ type sqlgenConfig struct {
 
 func sqlgenEnv(t *testing.T) sqlgenConfig {
 	c := sqlgenConfig{seed: 1, queries: 400, index: -1}
+	if raceEnabled {
+		c.queries = 100
+	}
 	num := func(k string, dst *uint64) {
 		if v := os.Getenv(k); v != "" {
 			n, err := strconv.ParseUint(v, 10, 64)
