@@ -285,21 +285,30 @@ func requireSQLite(t *testing.T) {
 
 // runLite runs a query on SQLite and returns its rows as strings.
 func runLite(t *testing.T, db, q string) [][]string {
+	rows, err := liteRows(db, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// liteRows is runLite returning SQLite's error.
+func liteRows(db, q string) ([][]string, error) {
 	cmd := exec.Command("sqlite3", "-batch", "-noheader", "-separator", "\x1f", "-newline", "\x1e", "-nullvalue", "NULL", db, "PRAGMA case_sensitive_like = ON; "+q+";")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("sqlite3 %q: %v\n%s", q, err, stderr.String())
+		return nil, fmt.Errorf("sqlite3 %q: %v\n%s", q, err, stderr.String())
 	}
 	var rows [][]string
-	for _, line := range strings.Split(string(out), "\x1e") {
-		if line == "" {
-			continue
-		}
+	// Every row ends with the separator; a row of one empty string is an
+	// empty line, so only the text after the last separator is dropped.
+	lines := strings.Split(string(out), "\x1e")
+	for _, line := range lines[:len(lines)-1] {
 		rows = append(rows, strings.Split(line, "\x1f"))
 	}
-	return rows
+	return rows, nil
 }
 
 // weirCell renders a weir value comparably with SQLite's output.
@@ -341,14 +350,16 @@ func rowsEqual(a, b []string) bool {
 }
 
 // sortRows orders rows for a multiset comparison; numbers sort by value so
-// that rows equal within the tolerance line up.
+// that rows equal within the tolerance line up. The order is exact (not
+// within the tolerance, which is no order: 6e9-1 and 6e9+1 would be equal
+// to each other, while 6e9-5 and 6e9+5 are not).
 func sortRows(rows [][]string) {
 	slices.SortFunc(rows, func(a, b []string) int {
 		for i := range min(len(a), len(b)) {
 			x, err1 := strconv.ParseFloat(a[i], 64)
 			y, err2 := strconv.ParseFloat(b[i], 64)
 			if err1 == nil && err2 == nil {
-				if !cellsEqual(a[i], b[i]) {
+				if x != y {
 					if x < y {
 						return -1
 					}

@@ -103,18 +103,27 @@ func resultRows(t *testing.T, res *table.Result) [][]string {
 
 func compareRows(t *testing.T, what string, got, want [][]string) {
 	t.Helper()
-	sortRows(got)
-	sortRows(want)
+	if d := diffRows(got, want, false); d != "" {
+		t.Errorf("%s: %s", what, d)
+	}
+}
+
+// diffRows says how weir's rows differ from SQLite's, "" if they do not:
+// as multisets, or in order when ordered.
+func diffRows(got, want [][]string, ordered bool) string {
+	if !ordered {
+		sortRows(got)
+		sortRows(want)
+	}
 	if len(got) != len(want) {
-		t.Errorf("%s: %d rows, SQLite %d\nweir:   %v\nsqlite: %v", what, len(got), len(want), got, want)
-		return
+		return fmt.Sprintf("%d rows, SQLite %d\nweir:   %.2000v\nsqlite: %.2000v", len(got), len(want), got, want)
 	}
 	for k := range got {
 		if !rowsEqual(got[k], want[k]) {
-			t.Errorf("%s: row %d differs\nweir:   %q\nsqlite: %q", what, k, got[k], want[k])
-			return
+			return fmt.Sprintf("row %d differs\nweir:   %q\nsqlite: %q", k, got[k], want[k])
 		}
 	}
+	return ""
 }
 
 func TestUnionAllAgainstSQLite(t *testing.T) {

@@ -48,6 +48,28 @@ func errAt(n parser.Node, format string, args ...any) error {
 type binder struct {
 	*Planner
 	ctes map[string]Plan
+	// outer holds the scopes of the queries that enclose the subquery
+	// being planned, innermost last: a name that resolves only there is a
+	// correlation in a place weir cannot plan, and is refused as such
+	// rather than as a column that does not exist.
+	outer []*scope
+}
+
+// within plans a subquery of the query of scope sc: pop undoes it.
+func (b *binder) within(sc *scope) (pop func()) {
+	b.outer = append(b.outer, sc)
+	return func() { b.outer = b.outer[:len(b.outer)-1] }
+}
+
+// outerRef is the error for a name that the current scope lacks: if an
+// enclosing query has it, the message says where correlation works.
+func (b *binder) outerRef(id *parser.Ident, err error) error {
+	for _, sc := range b.outer {
+		if _, lerr := sc.lookup(id); lerr == nil {
+			return errAt(id, "'%s' is a column of the enclosing query, which a subquery can read only in the conditions of its WHERE (for a scalar subquery: equalities), not in its SELECT list, GROUP BY or HAVING, in a nested subquery, in a set operation, or under NOT IN", strings.Join(id.Parts, "."))
+		}
+	}
+	return err
 }
 
 // PlanQuery plans a query.
@@ -845,8 +867,10 @@ func literal(l *parser.Literal) (*Literal, error) {
 		}
 		return &Literal{Value: f, T: types.Double().NotNull()}, nil
 	case parser.StringLit:
-		n := max(len([]rune(l.Text)), 1)
-		return &Literal{Value: l.Text, T: types.Char(n).NotNull()}, nil
+		// The empty literal is CHAR(0), as in Flink (CharType.ofEmptyLiteral):
+		// typed CHAR(1), it came out of a CASE or COALESCE with a NULL as
+		// the padded ' '.
+		return &Literal{Value: l.Text, T: types.Char(len([]rune(l.Text))).NotNull()}, nil
 	case parser.BinaryLit:
 		var bs []byte
 		for i := 0; i+1 < len(l.Text); i += 2 {

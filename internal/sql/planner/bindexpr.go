@@ -40,7 +40,7 @@ func (b *binder) expr(e parser.Expr, sc *scope) (Expr, error) {
 					return b.field(&InputRef{Index: base, T: f.Type, Name: f.Name}, e.Parts[len(e.Parts)-1], e)
 				}
 			}
-			return nil, err
+			return nil, b.outerRef(e, err)
 		}
 		f := sc.fields[i]
 		return &InputRef{Index: i, T: f.Type, Name: f.Name}, nil

@@ -137,9 +137,17 @@ func (b *binder) semiJoin(in Plan, sc *scope, n parser.Node, q parser.QueryExpr,
 	if err != nil {
 		return nil, err
 	}
+	defer b.within(sc)()
 	var sub Plan
 	if c.sel != nil {
 		body := *c.sel
+		// The correlating conditions move out of the subquery into the
+		// join, which is right only for rows: over an aggregation they
+		// would change what is aggregated (and EXISTS of an aggregate
+		// without GROUP BY is always true).
+		if len(body.GroupBy) > 0 || body.Having != nil || slices.ContainsFunc(body.Items, func(it *parser.SelectItem) bool { return len(b.aggregatesIn(it.Expr)) > 0 }) {
+			return nil, errAt(n, "a correlated IN or EXISTS subquery that aggregates (GROUP BY, HAVING or an aggregate function) is not supported")
+		}
 		items := c.keyItems()
 		if needle != nil {
 			if len(body.Items) != 1 {
@@ -239,7 +247,9 @@ func (b *binder) notIn(in Plan, sc *scope, n *parser.In) (Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	pop := b.within(sc)
 	sub, err := b.query(n.Query)
+	pop()
 	if err != nil {
 		return nil, err
 	}
@@ -322,6 +332,7 @@ func (b *binder) scalarSubqueries(in Plan, sc *scope, es ...parser.Expr) (Plan, 
 	for k, v := range sc.subq {
 		out.subq[k] = v
 	}
+	defer b.within(sc)()
 	for _, s := range subs {
 		c, err := b.correlate(s.Query, out)
 		if err != nil {
