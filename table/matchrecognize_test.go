@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirproject/weir/internal/sql/types"
 	"github.com/weirproject/weir/table"
 )
 
@@ -49,12 +50,33 @@ func ticker(rows ...[4]any) string {
 	return b.String()
 }
 
+// mrRun runs a query to its end, bounded by a minute, and returns its
+// rows formatted and sorted.
 func mrRun(t *testing.T, tenv *table.Environment, sql string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_ = ctx
-	return fsRows(t, tenv, sql)
+	res, err := tenv.ExecuteSQL(ctx, sql)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	var out []string
+	for _, r := range res.Rows {
+		if r.Kind != types.Insert {
+			t.Fatalf("MATCH_RECOGNIZE emitted %s: its output is append-only", r)
+		}
+		parts := make([]string, len(r.Row))
+		for i, v := range r.Row {
+			if v == nil {
+				parts[i] = "NULL"
+			} else {
+				parts[i] = types.FormatIn(v, res.Columns[i].Type, time.UTC)
+			}
+		}
+		out = append(out, strings.Join(parts, " | "))
+	}
+	slices.Sort(out)
+	return out
 }
 
 // The examples of Flink's MATCH_RECOGNIZE documentation: input rows and
@@ -151,5 +173,157 @@ func TestMatchRecognizeFlinkDocs(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// mrTable creates table name with the given columns and a rowtime column
+// over CSV rows: each row's values, then its second (rowtime is 1970-01-01
+// 00:00:00 plus that many seconds), with a watermark 1 second behind.
+func mrTable(t *testing.T, tenv *table.Environment, name, cols string, rows ...string) {
+	t.Helper()
+	dir := t.TempDir()
+	var b strings.Builder
+	for _, r := range rows {
+		i := strings.LastIndexByte(r, ',')
+		var sec int
+		fmt.Sscan(r[i+1:], &sec)
+		fmt.Fprintf(&b, "%s,%s\n", r[:i], time.Unix(int64(sec), 0).UTC().Format("2006-01-02 15:04:05.000"))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "t.csv"), []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fsExec(t, tenv, fmt.Sprintf(`CREATE TABLE %s (%s, rowtime TIMESTAMP(3),
+		WATERMARK FOR rowtime AS rowtime - INTERVAL '1' SECOND)
+		WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'csv', 'csv.null-literal' = 'null')`, name, cols, dir))
+}
+
+// Cases of Flink's MatchRecognizeITCase: its input rows and expected
+// rows. Flink's tests that order by proctime read an in-order collection;
+// here the rows get increasing rowtimes in the same order, which gives
+// the same sequence per partition. Pattern variables with quotes or
+// unicode escapes in their names are renamed.
+func TestMatchRecognizeFlinkITCase(t *testing.T) {
+	type tbl struct {
+		cols string
+		rows []string
+	}
+	ticker := tbl{"symbol STRING, tstamp BIGINT, price INT, tax INT", []string{
+		"ACME,1,19,1,1", "ACME,2,17,2,2", "ACME,3,13,3,3", "ACME,4,20,4,4"}}
+	cases := []struct {
+		name string
+		tbl  tbl
+		sql  string
+		want []string
+	}{
+		{"testSimplePattern", tbl{"id INT, name STRING", []string{"1,a,1", "2,z,2", "3,b,3", "4,c,4", "5,d,5", "6,a,6", "7,b,7", "8,c,8", "9,h,9"}},
+			`SELECT T.aid, T.bid, T.cid FROM T0 MATCH_RECOGNIZE (ORDER BY rowtime
+			MEASURES A.id AS aid, l.id AS bid, C.id AS cid
+			PATTERN (A l C) DEFINE A AS name = 'a', l AS name = 'b', C AS name = 'c') AS T`,
+			[]string{"6 | 7 | 8"}},
+		{"testSimplePatternWithNulls", tbl{"id INT, name STRING, nullField STRING", []string{
+			"1,a,null,1", "2,b,null,2", "3,c,null,3", "4,d,null,4", "5,null,null,5", "6,a,null,6", "7,b,null,7", "8,c,null,8", "9,null,null,9"}},
+			`SELECT T.aid, T.bNull, T.cid, T.aNull FROM T0 MATCH_RECOGNIZE (ORDER BY rowtime
+			MEASURES A.id AS aid, A.nullField AS aNull, LAST(B.nullField) AS bNull, C.id AS cid
+			PATTERN (A B C)
+			DEFINE A AS name = 'a' AND nullField IS NULL, B AS name = 'b' AND LAST(A.nullField) IS NULL, C AS name = 'c') AS T`,
+			[]string{"1 | NULL | 3 | NULL", "6 | NULL | 8 | NULL"}},
+		{"testCodeSplitsAreProperlyGenerated", tbl{"id INT, name STRING, key1 STRING, key2 STRING", []string{
+			"1,a,key1,second_key3,1", "2,b,key1,second_key3,2", "3,c,key1,second_key3,3", "4,d,key,second_key,4", "5,e,key,second_key,5",
+			"6,a,key2,second_key4,6", "7,b,key2,second_key4,7", "8,c,key2,second_key4,8", "9,f,key,second_key,9"}},
+			`SELECT * FROM T0 MATCH_RECOGNIZE (PARTITION BY key1, key2 ORDER BY rowtime
+			MEASURES A.id AS aid, A.key1 AS akey1, LAST(B.id) AS bid, C.id AS cid, C.key2 AS ckey2
+			PATTERN (A B C)
+			DEFINE A AS name = 'a' AND key1 LIKE '%key%' AND id > 0, B AS name = 'b' AND LAST(A.name, 2) IS NULL,
+				C AS name = 'c' AND LAST(A.name) = 'a') AS T`,
+			[]string{"key1 | second_key3 | 1 | key1 | 2 | 3 | second_key3", "key2 | second_key4 | 6 | key2 | 7 | 8 | second_key4"}},
+		{"testPartitionByWithParallelSource", ticker,
+			`SELECT * FROM T0 MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY rowtime
+			MEASURES DOWN.tax AS bottom_tax, UP.tax AS end_tax AFTER MATCH SKIP PAST LAST ROW
+			PATTERN (DOWN UP) DEFINE DOWN AS DOWN.price = 13, UP AS UP.price = 20) AS T`,
+			[]string{"ACME | 3 | 4"}},
+		{"testLogicalOffsetOutsideOfRangeInMeasures", ticker,
+			`SELECT * FROM T0 MATCH_RECOGNIZE (ORDER BY rowtime
+			MEASURES FIRST(DOWN.price) AS first, LAST(DOWN.price) AS last, FIRST(DOWN.price, 5) AS nullPrice
+			ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (DOWN{2,} UP)
+			DEFINE DOWN AS price < LAST(DOWN.price, 1) OR LAST(DOWN.price, 1) IS NULL, UP AS price > LAST(DOWN.price)) AS T`,
+			[]string{"19 | 13 | NULL"}},
+		{"testLogicalOffsetsWithStarVariable", tbl{"id INT, symbol STRING, tstamp BIGINT, price INT", []string{
+			"1,ACME,1,20,1", "2,ACME,2,19,2", "3,ACME,3,18,3", "4,ACME,4,17,4", "5,ACME,5,16,5", "6,ACME,6,15,6", "7,ACME,7,14,7", "8,ACME,8,20,8"}},
+			"SELECT * FROM T0 MATCH_RECOGNIZE (ORDER BY rowtime MEASURES " +
+				"FIRST(id, 0) AS id0, FIRST(id, 1) AS id1, FIRST(id, 2) AS id2, FIRST(id, 3) AS id3, FIRST(id, 4) AS id4, FIRST(id, 5) AS id5, FIRST(id, 6) AS id6, FIRST(id, 7) AS id7, " +
+				"LAST(id, 0) AS id8, LAST(id, 1) AS id9, LAST(id, 2) AS id10, LAST(id, 3) AS id11, LAST(id, 4) AS id12, LAST(id, 5) AS id13, LAST(id, 6) AS id14, LAST(id, 7) AS id15 " +
+				"ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (`DOWN\"`{2,} UP) " +
+				"DEFINE `DOWN\"` AS price < LAST(price, 1) OR LAST(price, 1) IS NULL, UP AS price = FIRST(price) AND price > FIRST(price, 3) AND price = LAST(price, 7)) AS T",
+			[]string{"1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 8 | 7 | 6 | 5 | 4 | 3 | 2 | 1"}},
+		{"testAggregatesWithNullInputs", tbl{"id INT, name STRING, price INT", []string{
+			"1,a,10,1", "2,z,10,2", "3,b,null,3", "4,c,null,4", "5,d,3,5", "6,c,3,6", "7,c,3,7", "8,c,3,8", "9,c,2,9"}},
+			`SELECT * FROM T0 MATCH_RECOGNIZE (ORDER BY rowtime
+			MEASURES SUM(A.price) AS sumA, COUNT(A.id) AS countAId, COUNT(A.price) AS countAPrice, COUNT(*) AS countAll,
+				COUNT(price) AS countAllPrice, LAST(id) AS endId
+			AFTER MATCH SKIP PAST LAST ROW PATTERN (A+ C)
+			DEFINE A AS SUM(A.price) < 30, C AS C.name = 'c') AS T`,
+			[]string{"29 | 7 | 5 | 8 | 6 | 8"}},
+		{"testWindowedGroupingAppliedToMatchRecognize", tbl{"symbol STRING, price INT, tax INT", []string{
+			"ACME,1,1,1", "ACME,2,2,2", "ACME,1,4,4", "ACME,1,3,5"}},
+			`SELECT symbol, SUM(price) AS price, TUMBLE_ROWTIME(matchRowtime, INTERVAL '3' SECOND) AS rowTime,
+				TUMBLE_START(matchRowtime, INTERVAL '3' SECOND) AS startTime
+			FROM T0 MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY rowtime
+				MEASURES A.price AS price, A.tax AS tax, MATCH_ROWTIME() AS matchRowtime
+				ONE ROW PER MATCH PATTERN (A) DEFINE A AS A.price > 0) AS T
+			GROUP BY symbol, TUMBLE(matchRowtime, INTERVAL '3' SECOND)`,
+			[]string{"ACME | 3 | 1970-01-01 00:00:02.999 | 1970-01-01 00:00:00.000", "ACME | 2 | 1970-01-01 00:00:05.999 | 1970-01-01 00:00:03.000"}},
+	}
+	for _, c := range cases {
+		for _, p := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s/p%d", c.name, p), func(t *testing.T) {
+				tenv := table.NewEnvironment()
+				fsExec(t, tenv, fmt.Sprintf("SET 'parallelism.default' = '%d'", p))
+				fsExec(t, tenv, "SET 'table.local-time-zone' = 'UTC'")
+				mrTable(t, tenv, "T0", c.tbl.cols, c.tbl.rows...)
+				got := mrRun(t, tenv, c.sql)
+				want := slices.Sorted(slices.Values(c.want))
+				if !slices.Equal(got, want) {
+					t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+				}
+			})
+		}
+	}
+}
+
+// What cep cannot run is refused at planning, naming line, column and
+// what: Flink refuses the same (its PatternTranslatorTest and the
+// documentation's known limitations).
+func TestMatchRecognizeRefusals(t *testing.T) {
+	tenv := table.NewEnvironment()
+	mrTable(t, tenv, "T0", "id INT, name STRING", "1,a,1")
+	head := "SELECT * FROM T0 MATCH_RECOGNIZE (\n  ORDER BY rowtime MEASURES A.id AS aid\n  "
+	for _, c := range []struct{ clause, want string }{
+		{"ALL ROWS PER MATCH PATTERN (A B) DEFINE A AS TRUE)", "line 1, column 18: MATCH_RECOGNIZE: ALL ROWS PER MATCH (only ONE ROW PER MATCH is) is not supported"},
+		{"PATTERN ((A | B) C) DEFINE A AS TRUE)", "line 3, column 13: MATCH_RECOGNIZE: alternation (|) is not supported"},
+		{"PATTERN ((A B)+ C) DEFINE A AS TRUE)", "line 3, column 13: MATCH_RECOGNIZE: a group pattern (a quantified or nested sequence in parentheses) is not supported"},
+		{"PATTERN (PERMUTE(A, B)) DEFINE A AS TRUE)", "line 3, column 12: MATCH_RECOGNIZE: PERMUTE is not supported"},
+		{"PATTERN (A?? B) DEFINE A AS TRUE)", "line 3, column 12: MATCH_RECOGNIZE: the reluctant optional quantifier ?? is not supported"},
+		{"PATTERN (A B+) DEFINE A AS TRUE)", "line 3, column 12: MATCH_RECOGNIZE: greedy quantifiers are not allowed as the last element of a pattern; end it with a single variable or a reluctant quantifier"},
+		{"PATTERN (A B A) DEFINE A AS TRUE)", "line 3, column 16: MATCH_RECOGNIZE: pattern variables must be unique; A appears twice"},
+		{"PATTERN (A B) DEFINE A AS PREV(A.id) = 1)", "line 3, column 29: MATCH_RECOGNIZE: PREV is not supported: Flink does not support physical offsets within partition; use LAST(v.col, n) or FIRST(v.col, n)"},
+		{"PATTERN (A B) SUBSET S = (A, B) DEFINE A AS TRUE)", "line 3, column 24: MATCH_RECOGNIZE: SUBSET is not supported"},
+		{"PATTERN (A B) DEFINE X AS TRUE)", "line 3, column 24: DEFINE X: X is not a variable of the PATTERN"},
+		{"AFTER MATCH SKIP TO FIRST X PATTERN (A B) DEFINE A AS TRUE)", "line 3, column 3: AFTER MATCH SKIP TO FIRST X: X is not a variable of the PATTERN"},
+		{"PATTERN (A B) WITHIN INTERVAL '1' MONTH DEFINE A AS TRUE)", "line 3, column 24: MATCH_RECOGNIZE: WITHIN takes a positive day-time interval literal (months and years are not supported)"},
+	} {
+		sql := head + c.clause
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_, err := tenv.ExecuteSQL(ctx, sql)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s\n got  %v\n want %s", sql, err, c.want)
+		}
+	}
+	// ORDER BY must start with an ascending time attribute, as in Flink.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := tenv.ExecuteSQL(ctx, "SELECT * FROM T0 MATCH_RECOGNIZE (ORDER BY id MEASURES A.id AS aid PATTERN (A) DEFINE A AS TRUE)")
+	if err == nil || !strings.Contains(err.Error(), "line 1, column 44: MATCH_RECOGNIZE must be ordered by an ascending time attribute") {
+		t.Errorf("ORDER BY id: got %v", err)
 	}
 }
