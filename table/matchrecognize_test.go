@@ -304,6 +304,7 @@ func TestMatchRecognizeRefusals(t *testing.T) {
 		{"PATTERN (PERMUTE(A, B)) DEFINE A AS TRUE)", "line 3, column 12: MATCH_RECOGNIZE: PERMUTE is not supported"},
 		{"PATTERN (A?? B) DEFINE A AS TRUE)", "line 3, column 12: MATCH_RECOGNIZE: the reluctant optional quantifier ?? is not supported"},
 		{"PATTERN (A B+) DEFINE A AS TRUE)", "line 3, column 12: MATCH_RECOGNIZE: greedy quantifiers are not allowed as the last element of a pattern; end it with a single variable or a reluctant quantifier"},
+		{"PATTERN (A B+ C* D) DEFINE A AS TRUE)", "line 3, column 17: MATCH_RECOGNIZE: the optional variable C cannot follow the greedy B; make B reluctant"},
 		{"PATTERN (A B A) DEFINE A AS TRUE)", "line 3, column 16: MATCH_RECOGNIZE: pattern variables must be unique; A appears twice"},
 		{"PATTERN (A B) DEFINE A AS PREV(A.id) = 1)", "line 3, column 29: MATCH_RECOGNIZE: PREV is not supported: Flink does not support physical offsets within partition; use LAST(v.col, n) or FIRST(v.col, n)"},
 		{"PATTERN (A B) SUBSET S = (A, B) DEFINE A AS TRUE)", "line 3, column 24: MATCH_RECOGNIZE: SUBSET is not supported"},

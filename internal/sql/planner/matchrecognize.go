@@ -248,6 +248,11 @@ func (b *binder) mrPattern(p *MatchRecognize, t parser.PatternTerm) error {
 		default:
 			return mrUnsupported(it, "a group pattern (a quantified or nested sequence in parentheses)")
 		}
+		// Flink's CEP refuses it too (an optional pattern cannot be
+		// preceded by a greedy one): say so when planning.
+		if n := len(p.Vars); n > 0 && v.Min == 0 && greedy(p.Vars[n-1]) {
+			return errAt(it, "MATCH_RECOGNIZE: the optional variable %s cannot follow the greedy %s; make %s reluctant", v.Name, p.Vars[n-1].Name, p.Vars[n-1].Name)
+		}
 		p.Vars = append(p.Vars, v)
 	}
 	last := p.Vars[len(p.Vars)-1]
