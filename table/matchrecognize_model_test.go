@@ -126,7 +126,8 @@ func (m mrModel) sql() string {
 
 // TestMatchRecognizeAgainstModel runs random patterns (every quantifier,
 // greedy and reluctant, three skip strategies) over random sequences of
-// several keys, read out of order, at parallelism 1 and 2, and compares
+// several keys, read out of order, at parallelism 1 (heap state) and 2
+// (Pebble), and compares
 // the rows with the brute-force matcher.
 func TestMatchRecognizeAgainstModel(t *testing.T) {
 	r := rand.New(rand.NewPCG(32, 5))
@@ -182,6 +183,11 @@ func TestMatchRecognizeAgainstModel(t *testing.T) {
 		for _, p := range []int{1, 2} {
 			tenv := table.NewEnvironment()
 			fsExec(t, tenv, fmt.Sprintf("SET 'parallelism.default' = '%d'", p))
+			if p == 2 {
+				// The matcher's state in Pebble: rows and runs go through
+				// their codecs.
+				fsExec(t, tenv, "SET 'state.backend.type' = 'pebble'")
+			}
 			fsExec(t, tenv, "SET 'pipeline.auto-watermark-interval' = '0'")
 			fsExec(t, tenv, fmt.Sprintf(`CREATE TABLE ev (id INT, k INT, l STRING, ts TIMESTAMP(3),
 				WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)

@@ -220,6 +220,13 @@ func TestMatchRecognizeFlinkITCase(t *testing.T) {
 			MEASURES A.id AS aid, l.id AS bid, C.id AS cid
 			PATTERN (A l C) DEFINE A AS name = 'a', l AS name = 'b', C AS name = 'c') AS T`,
 			[]string{"6 | 7 | 8"}},
+		// The same, ordered by processing time: rows in arrival order
+		// (one file, read in order).
+		{"testSimplePattern/proctime", tbl{"id INT, name STRING, proctime AS PROCTIME()", []string{"1,a,1", "2,z,2", "3,b,3", "4,c,4", "5,d,5", "6,a,6", "7,b,7", "8,c,8", "9,h,9"}},
+			`SELECT T.aid, T.bid, T.cid FROM T0 MATCH_RECOGNIZE (ORDER BY proctime
+			MEASURES A.id AS aid, l.id AS bid, C.id AS cid
+			PATTERN (A l C) DEFINE A AS name = 'a', l AS name = 'b', C AS name = 'c') AS T`,
+			[]string{"6 | 7 | 8"}},
 		{"testSimplePatternWithNulls", tbl{"id INT, name STRING, nullField STRING", []string{
 			"1,a,null,1", "2,b,null,2", "3,c,null,3", "4,d,null,4", "5,null,null,5", "6,a,null,6", "7,b,null,7", "8,c,null,8", "9,null,null,9"}},
 			`SELECT T.aid, T.bNull, T.cid, T.aNull FROM T0 MATCH_RECOGNIZE (ORDER BY rowtime
