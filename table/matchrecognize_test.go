@@ -262,6 +262,14 @@ func TestMatchRecognizeFlinkITCase(t *testing.T) {
 				"ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (`DOWN\"`{2,} UP) " +
 				"DEFINE `DOWN\"` AS price < LAST(price, 1) OR LAST(price, 1) IS NULL, UP AS price = FIRST(price) AND price > FIRST(price, 3) AND price = LAST(price, 7)) AS T",
 			[]string{"1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 8 | 7 | 6 | 5 | 4 | 3 | 2 | 1"}},
+		{"testLogicalOffsets", tbl{"symbol STRING, tstamp BIGINT, price INT, tax INT", []string{
+			"ACME,1,19,1,1", "ACME,2,17,2,2", "ACME,3,13,3,3", "ACME,4,20,4,4", "ACME,5,20,5,5", "ACME,6,26,6,6", "ACME,7,20,7,7", "ACME,8,25,8,8"}},
+			`SELECT start_tstamp, bottom_tstamp, end_tstamp, bottom_total, end_total FROM T0 MATCH_RECOGNIZE (ORDER BY rowtime
+			MEASURES FIRST(DOWN.tstamp) AS start_tstamp, LAST(DOWN.tstamp) AS bottom_tstamp, UP.tstamp AS end_tstamp,
+				FIRST(DOWN.price + DOWN.tax + 1) AS bottom_total, UP.price + UP.tax AS end_total
+			ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (DOWN{2,} UP)
+			DEFINE DOWN AS price < LAST(DOWN.price, 1) OR LAST(DOWN.price, 1) IS NULL, UP AS price < FIRST(DOWN.price)) AS T`,
+			[]string{"6 | 7 | 8 | 33 | 33"}},
 		{"testAggregatesWithNullInputs", tbl{"id INT, name STRING, price INT", []string{
 			"1,a,10,1", "2,z,10,2", "3,b,null,3", "4,c,null,4", "5,d,3,5", "6,c,3,6", "7,c,3,7", "8,c,3,8", "9,c,2,9"}},
 			`SELECT * FROM T0 MATCH_RECOGNIZE (ORDER BY rowtime
@@ -314,6 +322,7 @@ func TestMatchRecognizeRefusals(t *testing.T) {
 		{"PATTERN (A B+ C* D) DEFINE A AS TRUE)", "line 3, column 17: MATCH_RECOGNIZE: the optional variable C cannot follow the greedy B; make B reluctant"},
 		{"PATTERN (A B A) DEFINE A AS TRUE)", "line 3, column 16: MATCH_RECOGNIZE: pattern variables must be unique; A appears twice"},
 		{"PATTERN (A B) DEFINE A AS PREV(A.id) = 1)", "line 3, column 29: MATCH_RECOGNIZE: PREV is not supported: Flink does not support physical offsets within partition; use LAST(v.col, n) or FIRST(v.col, n)"},
+		{"PATTERN (A B) DEFINE B AS SUM(A.id + B.id) > 1)", "line 3, column 40: MATCH_RECOGNIZE: an expression inside FIRST, LAST or an aggregate must refer to one pattern variable, not A and B"},
 		{"PATTERN (A B) SUBSET S = (A, B) DEFINE A AS TRUE)", "line 3, column 24: MATCH_RECOGNIZE: SUBSET is not supported"},
 		{"PATTERN (A B) DEFINE X AS TRUE)", "line 3, column 24: DEFINE X: X is not a variable of the PATTERN"},
 		{"AFTER MATCH SKIP TO FIRST X PATTERN (A B) DEFINE A AS TRUE)", "line 3, column 3: AFTER MATCH SKIP TO FIRST X: X is not a variable of the PATTERN"},

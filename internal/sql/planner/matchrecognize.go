@@ -61,6 +61,9 @@ type mrRef struct {
 	kind mrRefKind
 	vr   string
 	col  int // -1: COUNT(*)
+	// arg, when set, is an expression over one variable's row (SUM(A.price
+	// * A.tax)) evaluated instead of column col.
+	arg  evaluator
 	off  int
 	agg  *functions.Aggregate
 	t    types.DataType
@@ -329,6 +332,33 @@ func (b *binder) mrExprRefs(p *MatchRecognize, e parser.Expr, define bool, rs *m
 		ferr = errAt(id, "MATCH_RECOGNIZE: %s is not a column of a pattern variable", strings.Join(id.Parts, "."))
 		return "", 0, false
 	}
+	// exprRef binds an expression over the rows of one variable: its
+	// columns qualified by that variable, or not qualified (all rows).
+	exprRef := func(a parser.Expr) (string, Expr, bool) {
+		vr := ""
+		parser.Inspect(a, func(n parser.Node) bool {
+			if id, ok := n.(*parser.Ident); ok && len(id.Parts) == 2 && p.variable(id.Parts[0]) != nil {
+				if vr != "" && vr != id.Parts[0] && ferr == nil {
+					ferr = errAt(id, "MATCH_RECOGNIZE: an expression inside FIRST, LAST or an aggregate must refer to one pattern variable, not %s and %s", vr, id.Parts[0])
+				}
+				vr = id.Parts[0]
+			}
+			return true
+		})
+		if ferr != nil {
+			return "", nil, false
+		}
+		fs := slices.Clone(in)
+		for i := range fs {
+			fs[i].Table = vr
+		}
+		x, err := b.expr(a, &scope{fields: fs})
+		if err != nil {
+			ferr = err
+			return "", nil, false
+		}
+		return vr, x, true
+	}
 	parser.Inspect(e, func(n parser.Node) bool {
 		if ferr != nil {
 			return false
@@ -368,10 +398,6 @@ func (b *binder) mrExprRefs(p *MatchRecognize, e parser.Expr, define bool, rs *m
 					return false
 				}
 				id, ok := x.Args[0].(*parser.Ident)
-				if !ok {
-					ferr = mrUnsupported(x.Args[0], name+" over an expression (give v.col)")
-					return false
-				}
 				off := 0
 				if len(x.Args) == 2 {
 					l, ok := x.Args[1].(*parser.Literal)
@@ -381,12 +407,17 @@ func (b *binder) mrExprRefs(p *MatchRecognize, e parser.Expr, define bool, rs *m
 					}
 					fmt.Sscan(l.Text, &off)
 				}
-				vr, col, ok := colRef(id)
-				if ok {
-					k := refLast
-					if name == "FIRST" {
-						k = refFirst
+				k := refLast
+				if name == "FIRST" {
+					k = refFirst
+				}
+				if !ok {
+					if vr, a, ok := exprRef(x.Args[0]); ok {
+						add(x, mrRef{kind: k, vr: vr, arg: compile(a), off: off, t: a.Type().Nullable()})
 					}
+					return false
+				}
+				if vr, col, ok := colRef(id); ok {
 					add(x, mrRef{kind: k, vr: vr, col: col, off: off, t: in[col].Type.Nullable()})
 				}
 				return false
@@ -410,8 +441,12 @@ func (b *binder) mrExprRefs(p *MatchRecognize, e parser.Expr, define bool, rs *m
 				r.vr, r.col = vr, col
 				argTypes = []types.DataType{in[col].Type}
 			default:
-				ferr = mrUnsupported(a, "an aggregate over an expression (give v.col)")
-				return false
+				vr, bound, ok := exprRef(a)
+				if !ok {
+					return false
+				}
+				r.vr, r.arg = vr, compile(bound)
+				argTypes = []types.DataType{bound.Type()}
 			}
 			agg, err := b.Funcs.LookupAggregate(name, argTypes, false)
 			if err != nil {
@@ -482,22 +517,36 @@ func (r *mrRuntime) refValues(refs []mrRef, get func(string) []mrEvent, cur type
 		if err != nil {
 			return nil, err
 		}
+		val := func(row types.Row) (any, error) {
+			if ref.arg != nil {
+				return ref.arg(r.ctx, row)
+			}
+			return row[ref.col], nil
+		}
 		var v any
 		switch ref.kind {
 		case refLast, refRowtime:
 			if i := len(rows) - 1 - ref.off; i >= 0 {
-				v = rows[i][ref.col]
+				if v, err = val(rows[i]); err != nil {
+					return nil, err
+				}
 			}
 		case refFirst:
 			if ref.off < len(rows) {
-				v = rows[ref.off][ref.col]
+				if v, err = val(rows[ref.off]); err != nil {
+					return nil, err
+				}
 			}
 		case refAgg:
 			acc := ref.agg.New(false)
 			for _, row := range rows {
 				var args []any
-				if ref.col >= 0 {
-					args = []any{row[ref.col]}
+				if ref.col >= 0 || ref.arg != nil {
+					a, err := val(row)
+					if err != nil {
+						return nil, err
+					}
+					args = []any{a}
 				}
 				if err := acc.Add(args); err != nil {
 					return nil, err
