@@ -63,10 +63,10 @@ type mrRef struct {
 	col  int // -1: COUNT(*)
 	// arg, when set, is an expression over one variable's row (SUM(A.price
 	// * A.tax)) evaluated instead of column col.
-	arg  evaluator
-	off  int
-	agg  *functions.Aggregate
-	t    types.DataType
+	arg evaluator
+	off int
+	agg *functions.Aggregate
+	t   types.DataType
 }
 
 func (p *MatchRecognize) Fields() []Field { return p.fields }
