@@ -41,8 +41,11 @@ func mrEnv(t *testing.T, p int, rows string) *table.Environment {
 // ticker writes (symbol, price, tax, second) rows, times on 2011-04-01
 // 10:00:00 + second.
 func ticker(rows ...[4]any) string {
+	return tickerAt(time.Date(2011, 4, 1, 10, 0, 0, 0, time.UTC), rows...)
+}
+
+func tickerAt(base time.Time, rows ...[4]any) string {
 	var b strings.Builder
-	base := time.Date(2011, 4, 1, 10, 0, 0, 0, time.UTC)
 	for _, r := range rows {
 		ts := base.Add(time.Duration(r[3].(int)) * time.Second)
 		fmt.Fprintf(&b, "%s,%d,%d,%s\n", r[0], r[1], r[2], ts.Format("2006-01-02 15:04:05.000"))
@@ -93,10 +96,58 @@ func TestMatchRecognizeFlinkDocs(t *testing.T) {
 	greedy := ticker(
 		[4]any{"XYZ", 10, 1, 2}, [4]any{"XYZ", 11, 2, 3}, [4]any{"XYZ", 12, 1, 4},
 		[4]any{"XYZ", 13, 2, 5}, [4]any{"XYZ", 14, 1, 6}, [4]any{"XYZ", 16, 2, 7})
+	var within [][4]any
+	for i, pr := range []int{20, 17, 18, 11, 14, 9, 15, 14, 24, 1, 19} {
+		within = append(within, [4]any{"ACME", pr, 1, i * 20 * 60})
+	}
+	xyz := time.Date(2018, 9, 17, 10, 0, 0, 0, time.UTC)
+	output := tickerAt(xyz, [4]any{"XYZ", 10, 1, 2}, [4]any{"XYZ", 12, 2, 3}, [4]any{"XYZ", 13, 1, 4}, [4]any{"XYZ", 11, 2, 5})
+	skips := tickerAt(xyz, [4]any{"XYZ", 7, 1, 1}, [4]any{"XYZ", 9, 2, 2}, [4]any{"XYZ", 10, 1, 3}, [4]any{"XYZ", 5, 2, 4},
+		[4]any{"XYZ", 10, 2, 5}, [4]any{"XYZ", 7, 2, 6}, [4]any{"XYZ", 14, 2, 7})
+	skipQuery := func(skip string) string {
+		return `SELECT * FROM Ticker MATCH_RECOGNIZE(PARTITION BY symbol ORDER BY rowtime
+			MEASURES SUM(A.price) AS sumPrice, FIRST(rowtime) AS startTime, LAST(rowtime) AS endTime
+			ONE ROW PER MATCH ` + skip + ` PATTERN (A+ C) DEFINE A AS SUM(A.price) < 30)`
+	}
 	cases := []struct {
 		name, rows, sql string
 		want            []string
 	}{
+		// The documentation's DEFINE lacks the comma between B and C. It
+		// gives the drop 15 -> 1 (12:00 to 13:00, dropDiff 14), but
+		// Flink's NFA times a partial match out when an event comes
+		// window or more after its start (timestamp - start >= window),
+		// so the match from 12:00 is out at 13:00 and the one from 12:20
+		// (14 -> 1) is the row Flink's runtime gives.
+		{"within", ticker(within...), `SELECT * FROM Ticker MATCH_RECOGNIZE(
+			PARTITION BY symbol ORDER BY rowtime
+			MEASURES C.rowtime AS dropTime, A.price - C.price AS dropDiff
+			ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
+			PATTERN (A B* C) WITHIN INTERVAL '1' HOUR
+			DEFINE B AS B.price > A.price - 10, C AS C.price < A.price - 10)`,
+			[]string{"ACME | 2011-04-01 13:00:00.000 | 13"}},
+		// The documentation shows the first row only; without AFTER MATCH
+		// Flink skips TO NEXT ROW (its PatternTranslatorTest), and the
+		// matches starting at 12 and at 13 are matches too.
+		{"output mode", output, `SELECT * FROM Ticker MATCH_RECOGNIZE(
+			PARTITION BY symbol ORDER BY rowtime
+			MEASURES FIRST(A.price) AS startPrice, LAST(A.price) AS topPrice, B.price AS lastPrice
+			ONE ROW PER MATCH PATTERN (A+ B)
+			DEFINE A AS LAST(A.price, 1) IS NULL OR A.price > LAST(A.price, 1), B AS B.price < LAST(A.price))`,
+			[]string{"XYZ | 10 | 13 | 11", "XYZ | 12 | 13 | 11", "XYZ | 13 | 13 | 11"}},
+		{"skip past last row", skips, skipQuery("AFTER MATCH SKIP PAST LAST ROW"), []string{
+			"XYZ | 26 | 2018-09-17 10:00:01.000 | 2018-09-17 10:00:04.000",
+			"XYZ | 17 | 2018-09-17 10:00:05.000 | 2018-09-17 10:00:07.000"}},
+		{"skip to next row", skips, skipQuery("AFTER MATCH SKIP TO NEXT ROW"), []string{
+			"XYZ | 26 | 2018-09-17 10:00:01.000 | 2018-09-17 10:00:04.000",
+			"XYZ | 24 | 2018-09-17 10:00:02.000 | 2018-09-17 10:00:05.000",
+			"XYZ | 25 | 2018-09-17 10:00:03.000 | 2018-09-17 10:00:06.000",
+			"XYZ | 22 | 2018-09-17 10:00:04.000 | 2018-09-17 10:00:07.000",
+			"XYZ | 17 | 2018-09-17 10:00:05.000 | 2018-09-17 10:00:07.000"}},
+		{"skip to last A", skips, skipQuery("AFTER MATCH SKIP TO LAST A"), []string{
+			"XYZ | 26 | 2018-09-17 10:00:01.000 | 2018-09-17 10:00:04.000",
+			"XYZ | 25 | 2018-09-17 10:00:03.000 | 2018-09-17 10:00:06.000",
+			"XYZ | 17 | 2018-09-17 10:00:05.000 | 2018-09-17 10:00:07.000"}},
 		{"decreasing period", decreasing, `SELECT * FROM Ticker
     MATCH_RECOGNIZE (
         PARTITION BY symbol
