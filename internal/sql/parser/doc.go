@@ -75,7 +75,17 @@
 // ([LATERAL] TABLE(f(...)) for user table functions), *WindowTVF (TUMBLE,
 // HOP, CUMULATE, SESSION with their arguments sorted into fields whether
 // they were given by position or by name, checked for count and kind), and
-// *Unnest.
+// *Unnest; *MatchRecognize wraps any of the single items above (input
+// MATCH_RECOGNIZE (...) [AS alias]) with its clauses: PARTITION BY, ORDER
+// BY, MEASURES (*MatchMeasure, with RUNNING/FINAL), ONE ROW / ALL ROWS PER
+// MATCH, AFTER MATCH SKIP (*MatchSkip), PATTERN (a PatternTerm tree:
+// *PatternVar, *PatternConcat, *PatternAlt, *PatternQuant with Min, Max and
+// Reluctant for * + ? {n} {n,} {n,m} {,m} and their '?' forms,
+// *PatternPermute, *PatternExclude {- -}; ^ and $ as StrictStart and
+// StrictEnd), WITHIN, SUBSET and DEFINE. FIRST, LAST, PREV, NEXT and
+// MATCH_ROWTIME are plain *FuncCall nodes; the planner gives them their
+// meaning. Pattern groups are kept as written ((A B) C is a sequence inside
+// a sequence) and Format parenthesises them again.
 //
 // Expressions (Expr): *Ident (a.b.c as one node: the planner decides which
 // parts are table, column and fields), *Star (* and t.*), *Literal (Kind and
@@ -106,7 +116,7 @@
 // MULTISET, MAP and ROW (T ARRAY is ARRAY<T>); Interval the qualifier of
 // INTERVAL types; NotNull the nullability.
 //
-// Not supported yet: MATCH_RECOGNIZE (a clear error says so), the keyword
+// Not supported yet: the keyword
 // syntax inside JSON functions (JSON_VALUE(... RETURNING ...),
 // JSON_OBJECT(KEY k VALUE v), IS JSON), quantified comparisons (= ANY
 // (subquery)), CREATE FUNCTION ... USING JAR, and query parameters ('?').

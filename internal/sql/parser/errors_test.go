@@ -33,7 +33,7 @@ var errorTests = []struct {
 	{"SELECT * FROM TABLE(TUMBLE(DATA => TABLE t, TIMECOL => DESCRIPTOR(ts), WIDTH => INTERVAL '1' SECOND))", 1, 72, "TUMBLE has no parameter WIDTH (it has DATA, TIMECOL, SIZE, OFFSET)"},
 	{"SELECT * FROM TABLE(TUMBLE(TABLE t, ts, INTERVAL '1' SECOND))", 1, 37, "the TIMECOL argument of TUMBLE must be DESCRIPTOR(column)"},
 	{"SELECT * FROM TABLE(TUMBLE(TABLE t PARTITION BY k, DESCRIPTOR(ts), INTERVAL '1' SECOND))", 1, 28, "PARTITION BY is only allowed in SESSION windows"},
-	{"SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY a)", 1, 17, "MATCH_RECOGNIZE is not supported yet"},
+	{"SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY a)", 1, 48, "expected 'PATTERN' but found ')'"},
 	{"INSERT t SELECT 1", 1, 8, "expected 'INTO' but found 't'"},
 	{"SET 'k' = ", 1, 11, "expected a string literal but found end of input"},
 	{"SET k = 'v'", 1, 5, "expected a quoted key ('key' = 'value') or end of statement but found 'k'"},

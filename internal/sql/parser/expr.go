@@ -324,7 +324,7 @@ func (p *parser) parsePrimary() Expr {
 			p.expectPunct("]")
 			return m
 		case "MATCH_RECOGNIZE":
-			p.failAt(t.pos, "MATCH_RECOGNIZE is not supported yet")
+			p.failAt(t.pos, "MATCH_RECOGNIZE must follow a table in FROM")
 		}
 		if niladic[t.val] {
 			p.next()

@@ -849,6 +849,8 @@ func (f *formatter) tableRef(t TableRef) {
 		}
 		f.w("))")
 		f.alias(t.Alias)
+	case *MatchRecognize:
+		f.matchRecognize(t)
 	case *Unnest:
 		f.w("UNNEST(")
 		f.exprs(t.Exprs)

@@ -14,6 +14,9 @@ func FuzzParse(f *testing.F) {
 	for _, tc := range queryTests {
 		f.Add(tc.in)
 	}
+	for _, tc := range matchTests {
+		f.Add(tc.in)
+	}
 	for _, tc := range errorTests {
 		f.Add(tc.in)
 	}

@@ -58,6 +58,10 @@ var contextual = map[string]bool{
 	// Reserved in Flink though not needed by this grammar: quoting them
 	// keeps printed SQL acceptable to Flink too.
 	"VALUE": true, "USER": true, "RANK": true,
+	// Words of the MATCH_RECOGNIZE clause.
+	"MEASURES": true, "DEFINE": true, "PATTERN": true, "PERMUTE": true,
+	"SUBSET": true, "RUNNING": true, "FINAL": true, "ONE": true, "PER": true,
+	"SKIP": true, "PAST": true, "MATCH": true,
 }
 
 // timeUnits maps the spellings of time units to their normal form.

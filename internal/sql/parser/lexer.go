@@ -371,8 +371,14 @@ func (l *lexer) lexPunct(start Pos) error {
 			return nil
 		}
 	}
+	// '$' ends a MATCH_RECOGNIZE pattern; "${" is an unsubstituted
+	// template variable, reported as the unexpected character it is.
+	if rest[0] == '$' && strings.HasPrefix(rest, "${") {
+		return l.errAt(start, "unexpected character '$'")
+	}
 	switch c := rest[0]; c {
-	case '(', ')', '[', ']', ',', ';', '.', '=', '<', '>', '+', '-', '*', '/', '%', '?':
+	case '(', ')', '[', ']', ',', ';', '.', '=', '<', '>', '+', '-', '*', '/', '%', '?',
+		'{', '}', '|', '^', '$': // the last five: MATCH_RECOGNIZE patterns
 		l.advanceASCII(1)
 		l.emit(tPunct, start, rest[:1])
 		return nil

@@ -399,7 +399,7 @@ func (p *parser) parseStatement() Statement {
 		case "SELECT", "WITH", "VALUES":
 			s = &QueryStatement{Query: p.parseQuery()}
 		case "MATCH_RECOGNIZE":
-			p.failAt(start.pos, "MATCH_RECOGNIZE is not supported yet")
+			p.failAt(start.pos, "MATCH_RECOGNIZE must follow a table in FROM")
 		}
 	} else if start.kind == tPunct && start.val == "(" {
 		s = &QueryStatement{Query: p.parseQuery()}

@@ -117,7 +117,7 @@ func (p *parser) parseQueryPrimary() QueryExpr {
 		p.expectPunct(")")
 		return q
 	case p.isWord("MATCH_RECOGNIZE"):
-		p.failAt(t.pos, "MATCH_RECOGNIZE is not supported yet")
+		p.failAt(t.pos, "MATCH_RECOGNIZE must follow a table in FROM")
 	}
 	p.expected("'SELECT', 'VALUES' or '('")
 	return nil
@@ -237,7 +237,7 @@ func (p *parser) parseSelect() *Select {
 		}
 	}
 	if p.isWord("MATCH_RECOGNIZE") {
-		p.failAt(p.peek().pos, "MATCH_RECOGNIZE is not supported yet")
+		p.failAt(p.peek().pos, "MATCH_RECOGNIZE must follow a table in FROM")
 	}
 	return s
 }
@@ -472,7 +472,7 @@ func (p *parser) parseTablePrimary() TableRef {
 		ref = tn
 	}
 	if p.isWord("MATCH_RECOGNIZE") {
-		p.failAt(p.peek().pos, "MATCH_RECOGNIZE is not supported yet")
+		ref = p.parseMatchRecognize(ref)
 	}
 	return ref
 }

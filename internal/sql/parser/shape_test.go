@@ -312,6 +312,8 @@ func sx(n Node) string {
 			}
 		}
 		return s + sxAlias(e.Alias) + ")"
+	case *MatchRecognize:
+		return sxMatch(e)
 	case *Unnest:
 		s := "(UNNEST " + sxList(e.Exprs)
 		if e.WithOrdinality {

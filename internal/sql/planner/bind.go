@@ -332,6 +332,8 @@ func (b *binder) from(t parser.TableRef) (Plan, error) {
 		return b.join(t)
 	case *parser.WindowTVF:
 		return b.windowTVF(t)
+	case *parser.MatchRecognize:
+		return b.matchRecognize(t)
 	case *parser.TableFunc, *parser.Unnest:
 		// A table function alone in FROM: called once, over one empty row.
 		return b.lateral(&Values{Rows: [][]Expr{{}}}, t, nil)

@@ -161,5 +161,7 @@ func setInput(p Plan, i int, in Plan) {
 		x.Input = in
 	case *Correlate:
 		x.Input = in
+	case *MatchRecognize:
+		x.Input = in
 	}
 }

@@ -170,6 +170,8 @@ func (t *Translator) Translate(p Plan) (*Rows, error) {
 		return t.replicate(p)
 	case *Correlate:
 		return t.correlate(p)
+	case *MatchRecognize:
+		return t.matchRecognize(p)
 	}
 	return nil, fmt.Errorf("no physical operator for %T", p)
 }
